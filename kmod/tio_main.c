@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tensorio: the /dev/tensorio misc device, its files and module parameters.
+ */
+#include <linux/err.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+
+#include "tio_priv.h"
+
+unsigned long tio_max_buf_size = 1UL << 30;
+module_param_named(max_buf_size, tio_max_buf_size, ulong, 0644);
+MODULE_PARM_DESC(max_buf_size, "Largest buffer BUF_ALLOC accepts, bytes (default 1 GiB)");
+
+unsigned long tio_max_pinned;
+module_param_named(max_pinned, tio_max_pinned, ulong, 0644);
+MODULE_PARM_DESC(max_pinned, "Module-wide cap on pinned bytes (default: half of RAM)");
+
+atomic64_t tio_pinned_total = ATOMIC64_INIT(0);
+
+static int tio_open(struct inode *inode, struct file *file)
+{
+	struct tio_file *tf;
+
+	tf = kzalloc(sizeof(*tf), GFP_KERNEL);
+	if (!tf)
+		return -ENOMEM;
+	xa_init_flags(&tf->objs, XA_FLAGS_ALLOC1);
+	atomic64_set(&tf->pinned, 0);
+	tf->mm = current->mm;
+	mmgrab(tf->mm);
+	file->private_data = tf;
+	return nonseekable_open(inode, file);
+}
+
+static int tio_release(struct inode *inode, struct file *file)
+{
+	struct tio_file *tf = file->private_data;
+
+	tio_obj_release_all(tf);
+	mmdrop(tf->mm);
+	kfree(tf);
+	return 0;
+}
+
+/*
+ * Each handle owns a window of 2^TIO_MMAP_SHIFT bytes of the file's offset
+ * space: the object mapped is picked by the offset's high bits.
+ */
+static int tio_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct tio_file *tf = file->private_data;
+	const unsigned int shift = TIO_MMAP_SHIFT - PAGE_SHIFT;
+	unsigned long handle = vma->vm_pgoff >> shift;
+	struct tio_obj *obj;
+	int ret;
+
+	if (handle > TIO_HANDLE_MAX)
+		return -EINVAL;
+	rcu_read_lock();
+	obj = xa_load(&tf->objs, handle);
+	if (obj && !kref_get_unless_zero(&obj->ref))
+		obj = NULL;
+	rcu_read_unlock();
+	if (!obj)
+		return -ENOENT;
+	if (!obj->ops->mmap) {
+		ret = -ENODEV;
+		goto out;
+	}
+	vma->vm_pgoff &= (1UL << shift) - 1;
+	ret = obj->ops->mmap(obj, vma);
+	/* vm_pgoff is read back by /proc/pid/maps only; restore it. */
+	if (ret)
+		vma->vm_pgoff |= handle << shift;
+out:
+	tio_obj_put(obj);
+	return ret;
+}
+
+static const struct file_operations tio_fops = {
+	.owner = THIS_MODULE,
+	.open = tio_open,
+	.release = tio_release,
+	.unlocked_ioctl = tio_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = tio_mmap,
+};
+
+static struct miscdevice tio_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = TIO_DRV_NAME,
+	.fops = &tio_fops,
+	.mode = 0600,
+};
+
+static int __init tio_init(void)
+{
+	if (!tio_max_pinned)
+		tio_max_pinned = (totalram_pages() << PAGE_SHIFT) / 2;
+	return misc_register(&tio_misc);
+}
+
+static void __exit tio_exit(void)
+{
+	misc_deregister(&tio_misc);
+	WARN_ON(atomic64_read(&tio_pinned_total));
+}
+
+module_init(tio_init);
+module_exit(tio_exit);
+
+MODULE_DESCRIPTION("tensorio: pinned and dma-buf tensor buffers and fence timelines");
+MODULE_AUTHOR("The tensorio developers");
+MODULE_LICENSE("GPL");
+/* MODULE_IMPORT_NS() changed its argument in 6.13; this spelling did not. */
+MODULE_INFO(import_ns, "DMA_BUF");

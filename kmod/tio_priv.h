@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tensorio internals shared between the driver's files.
+ *
+ * Locking:
+ *  - tio_file.objs is an xarray; its internal spinlock serialises handle
+ *    allocation and removal. Lookups run under RCU and take a reference
+ *    with kref_get_unless_zero(), so no handler sleeps under a spinlock.
+ *  - Each object carries its own lock for its state (see the object's
+ *    file); objects never take another object's lock while holding theirs.
+ */
+#ifndef _TIO_PRIV_H
+#define _TIO_PRIV_H
+
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/mm_types.h>
+#include <linux/types.h>
+#include <linux/xarray.h>
+
+#include <linux/tensorio.h>
+
+#define TIO_DRV_NAME		"tensorio"
+/* Handles are 1..TIO_HANDLE_MAX; each owns a 2^TIO_MMAP_SHIFT mmap window. */
+#define TIO_HANDLE_MAX		((1U << 24) - 1)
+#define TIO_MMAP_SHIFT		40
+#define TIO_MAX_SUBMIT		1024
+
+enum tio_obj_type {
+	TIO_OBJ_BUFFER = 1,
+	TIO_OBJ_STREAM,
+};
+
+struct tio_obj;
+
+/**
+ * struct tio_obj_ops - what an object type does
+ * @release: free the object; called once the last reference is gone
+ * @mmap: map the object into @vma; vma->vm_pgoff is relative to the object
+ */
+struct tio_obj_ops {
+	void (*release)(struct tio_obj *obj);
+	int (*mmap)(struct tio_obj *obj, struct vm_area_struct *vma);
+};
+
+/**
+ * struct tio_obj - header of every object in a file's table
+ * @ref: references: the table holds one, every lookup takes one
+ * @type: enum tio_obj_type
+ * @handle: the handle in the owning file's table (0 once removed)
+ * @ops: type operations
+ */
+struct tio_obj {
+	struct kref ref;
+	u32 type;
+	u32 handle;
+	const struct tio_obj_ops *ops;
+};
+
+/**
+ * struct tio_file - one open file of /dev/tensorio
+ * @objs: handle -> struct tio_obj *, allocating from 1
+ * @mm: the opener's mm, for memlock accounting (reference via mmgrab)
+ * @pinned: bytes this file has pinned
+ */
+struct tio_file {
+	struct xarray objs;
+	struct mm_struct *mm;
+	atomic64_t pinned;
+};
+
+/* Module-wide limits and counters (tio_main.c). */
+extern unsigned long tio_max_buf_size;
+extern unsigned long tio_max_pinned;
+extern atomic64_t tio_pinned_total;
+
+/* tio_object.c */
+void tio_obj_init(struct tio_obj *obj, u32 type, const struct tio_obj_ops *ops);
+int tio_obj_insert(struct tio_file *tf, struct tio_obj *obj);
+struct tio_obj *tio_obj_get(struct tio_file *tf, u32 handle, u32 type);
+struct tio_obj *tio_obj_remove(struct tio_file *tf, u32 handle, u32 type);
+void tio_obj_put(struct tio_obj *obj);
+void tio_obj_release_all(struct tio_file *tf);
+
+static inline u64 tio_obj_mmap_offset(const struct tio_obj *obj)
+{
+	return (u64)obj->handle << TIO_MMAP_SHIFT;
+}
+
+/* tio_ioctl.c */
+long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+
+/* Command handlers: @data is the kernel copy of the payload. */
+int tio_cmd_buf_alloc(struct tio_file *tf, void *data);
+int tio_cmd_buf_pin_user(struct tio_file *tf, void *data);
+int tio_cmd_buf_free(struct tio_file *tf, void *data);
+int tio_cmd_buf_info(struct tio_file *tf, void *data);
+int tio_cmd_buf_set_desc(struct tio_file *tf, void *data);
+int tio_cmd_buf_export(struct tio_file *tf, void *data);
+int tio_cmd_buf_import(struct tio_file *tf, void *data);
+int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data);
+int tio_cmd_buf_wait(struct tio_file *tf, void *data);
+int tio_cmd_stream_create(struct tio_file *tf, void *data);
+int tio_cmd_stream_destroy(struct tio_file *tf, void *data);
+int tio_cmd_fence_emit(struct tio_file *tf, void *data);
+int tio_cmd_fence_signal(struct tio_file *tf, void *data);
+int tio_cmd_fence_wait(struct tio_file *tf, void *data);
+int tio_cmd_fence_export(struct tio_file *tf, void *data);
+int tio_cmd_fence_import(struct tio_file *tf, void *data);
+
+#endif /* _TIO_PRIV_H */

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The shared library exports exactly the symbols listed in libtensorio.map.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+so=$top/build/lib/libtensorio.so
+want=$(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\);$/\1/p' "$top/lib/libtensorio.map" | sort)
+have=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVW]$/ { sub(/@.*/, "", $3); print $3 }' | sort)
+if [ "$want" != "$have" ]; then
+	diff <(echo "$want") <(echo "$have") | sed 's/^</listed, not exported:/; s/^>/exported, not listed:/'
+	exit 1
+fi
+# No symbol leaks out of our namespaces.
+bad=$(grep -vE '^(tio_|__tvm_ffi_)' <<<"$have" || true)
+[ -z "$bad" ] || { echo "symbols outside tio_*: $bad"; exit 1; }

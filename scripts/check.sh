@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: every test suite, each printing TAP, summed into one line
+#   N passed, N failed, N skipped
+# Steps: build, library unit tests (plain and ASan+UBSan), checkpatch,
+# and per kernel: W=1 module build, sparse, the kselftests in the VM.
+# TIO_CHECK_KERNELS="rel ..." limits the kernels (default: scripts/kernels.sh).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+log=$top/build/check
+rm -rf "$log" && mkdir -p "$log"
+jobs=${JOBS:-$(nproc)}
+pass=0 fail=0 skip=0
+
+# step NAME CMD...: run CMD, show its output, count its TAP lines. A step
+# that fails without saying "not ok" counts as one failure of its own.
+step() {
+	local name=$1 out=$log/$1.log rc p f s
+	shift
+	echo "# === $name"
+	"$@" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	p=$(grep -Ec '^ok( |$)' "$out" | head -1)
+	s=$(grep -Ec '^ok( |$).*# (SKIP|skip)' "$out" | head -1)
+	f=$(grep -Ec '^not ok( |$)' "$out" | head -1)
+	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		echo "not ok - $name exited with status $rc"
+		f=1
+	fi
+	pass=$((pass + p - s)) skip=$((skip + s)) fail=$((fail + f))
+}
+
+# tap NAME CMD...: one TAP line for a command that prints no TAP itself.
+tap() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		echo "ok - $name"
+	else
+		echo "$out" | sed 's/^/# /'
+		echo "not ok - $name"
+	fi
+}
+
+# A build that must also be warning-free (the warnings go to the log).
+nowarn() {
+	local out rc
+	out=$("$@" 2>&1)
+	rc=$?
+	[ -n "$out" ] && echo "$out"
+	[ $rc = 0 ] && ! grep -qE 'warning:|error:' <<<"$out"
+}
+
+step build tap "build (make all)" make -s -j"$jobs" all
+step lib-unit scripts/run-dir.sh build/tests/lib
+step lib-unit-asan bash -c "make -s -j$jobs -C lib SAN=1 &&
+	make -s -j$jobs -C tests/lib SAN=1 && scripts/run-dir.sh build/tests/lib-san"
+step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
+step checkpatch tap "checkpatch --strict kmod/ uapi/" \
+	perl build/ksrc/scripts/checkpatch.pl --no-tree --strict --terse \
+	--show-types -f $(ls kmod/*.[ch] uapi/linux/*.h | grep -v '\.mod\.c$')
+
+for kver in ${TIO_CHECK_KERNELS:-$(scripts/kernels.sh)}; do
+	step "kmod-$kver" tap "module builds on $kver with W=1, no warnings" \
+		nowarn scripts/kmod.sh "$kver" W=1
+	step "sparse-$kver" tap "sparse (C=2) clean on $kver" \
+		nowarn scripts/kmod.sh "$kver" C=2
+	step "vm-$kver" tests/vm/run.sh -k "$kver" \
+		-m "build/kmod/$kver/kmod/tensorio.ko" -b build/kselftest -t 600
+done
+
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" = 0 ]

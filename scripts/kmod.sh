@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build tensorio.ko for one kernel release in build/kmod/<release>/, a tree
+# of links to the sources, so several kernels' objects never mix.
+#   kmod.sh RELEASE [make arguments...]   (e.g. W=1, C=2)
+# Prints the build's output; exits non-zero on failure.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+kver=$1
+shift
+kdir=/usr/src/linux-headers-$kver
+[ -d "/lib/modules/$kver/build" ] && kdir=/lib/modules/$kver/build
+out=$top/build/kmod/$kver
+mkdir -p "$out"
+# Refresh the links (sources may have come or gone since the last build).
+find "$out" -type l -delete
+mkdir -p "$out/kmod" "$out/uapi/linux"
+ln -s "$top/Kbuild" "$out/Kbuild"
+for f in "$top"/kmod/Kbuild "$top"/kmod/*.[ch] "$top"/uapi/linux/*.h; do
+	case $f in *.mod.c) continue ;; esac
+	ln -s "$f" "$out/${f#"$top"/}"
+done
+make -s -C "$kdir" M="$out" CONFIG_DEBUG_INFO_BTF_MODULES= "$@" modules
