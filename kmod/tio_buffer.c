@@ -39,13 +39,3 @@ int tio_cmd_buf_import(struct tio_file *tf, void *data)
 {
 	return -EOPNOTSUPP;
 }
-
-int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data)
-{
-	return -EOPNOTSUPP;
-}
-
-int tio_cmd_buf_wait(struct tio_file *tf, void *data)
-{
-	return -EOPNOTSUPP;
-}

@@ -87,6 +87,24 @@ static inline u64 tio_obj_mmap_offset(const struct tio_obj *obj)
 	return (u64)obj->handle << TIO_MMAP_SHIFT;
 }
 
+/*
+ * Interfaces between the parts of the driver. Each part's file owns its
+ * structures; others use only these.
+ */
+struct dma_fence;
+struct dma_resv;
+struct tio_buffer;
+
+/* tio_buffer.c */
+struct tio_buffer *tio_buffer_get(struct tio_file *tf, u32 handle);
+void tio_buffer_put(struct tio_buffer *buf);
+/* The buffer's reservation object: its dma-buf's, exported or imported. */
+struct dma_resv *tio_buffer_resv(struct tio_buffer *buf);
+
+/* tio_stream.c */
+/* A referenced fence for an emitted point of a stream, or ERR_PTR(). */
+struct dma_fence *tio_stream_fence(struct tio_file *tf, u32 stream, u64 seqno);
+
 /* tio_ioctl.c */
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 

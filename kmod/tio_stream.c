@@ -39,3 +39,13 @@ int tio_cmd_fence_import(struct tio_file *tf, void *data)
 {
 	return -EOPNOTSUPP;
 }
+
+int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data)
+{
+	return -EOPNOTSUPP;
+}
+
+int tio_cmd_buf_wait(struct tio_file *tf, void *data)
+{
+	return -EOPNOTSUPP;
+}
