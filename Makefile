@@ -38,6 +38,44 @@ modules:
 modules_clean:
 	$(MAKE) -C $(KDIR) M=$(top) clean
 
+# make install [PREFIX=/usr/local] [DESTDIR=...]: library, headers (the
+# uapi header included), pkg-config file, tioctl and man pages.
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+VERSION := 0.1.0
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/tensorio \
+		$(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man4 $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 build/lib/libtensorio.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtensorio.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtensorio.so.0
+	ln -sf libtensorio.so.0 $(DESTDIR)$(LIBDIR)/libtensorio.so
+	install -m 0644 build/lib/libtensorio.a $(DESTDIR)$(LIBDIR)/
+	install -m 0644 lib/include/tensorio/*.h $(DESTDIR)$(INCLUDEDIR)/tensorio/
+	install -m 0644 uapi/linux/tensorio.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|; s|^Libs.private:.*|Libs.private: '"$$($(MAKE) -s -C lib print-ldlibs)"'|' \
+	    lib/tensorio.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/tensorio.pc
+	install -m 0755 build/tools/tioctl $(DESTDIR)$(BINDIR)/
+	install -m 0644 docs/man/libtensorio.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 docs/man/tensorio.4 $(DESTDIR)$(MANDIR)/man4/
+	install -m 0644 docs/man/tioctl.8 $(DESTDIR)$(MANDIR)/man8/
+
+# The system side, for a real machine (as root): udev rule, modprobe.d
+# example and the module through DKMS.
+install-system:
+	getent group tensorio >/dev/null || groupadd --system tensorio
+	install -D -m 0644 packaging/60-tensorio.rules $(DESTDIR)/etc/udev/rules.d/60-tensorio.rules
+	install -D -m 0644 packaging/tensorio.conf $(DESTDIR)/etc/modprobe.d/tensorio.conf
+	rm -rf $(DESTDIR)/usr/src/tensorio-$(VERSION)
+	install -d $(DESTDIR)/usr/src/tensorio-$(VERSION)
+	cp -r Kbuild dkms.conf kmod uapi $(DESTDIR)/usr/src/tensorio-$(VERSION)/
+	dkms add -m tensorio -v $(VERSION) && dkms install -m tensorio -v $(VERSION)
+
 deps:
 	@scripts/deps.sh
 
@@ -59,4 +97,4 @@ clean:
 	find build -mindepth 1 -maxdepth 1 ! -name ksrc -exec rm -rf {} + 2>/dev/null || true
 	@for d in $(SUBDIRS); do $(MAKE) -s -C $$d clean; done
 
-.PHONY: all $(SUBDIRS:%=build-%) modules modules_clean deps check run bench clean
+.PHONY: all $(SUBDIRS:%=build-%) install install-system modules modules_clean deps check run bench clean

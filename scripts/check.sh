@@ -58,6 +58,8 @@ step lib-unit scripts/run-dir.sh build/tests/lib
 step lib-unit-asan bash -c "make -s -j$jobs -C lib SAN=1 &&
 	make -s -j$jobs -C tests/lib SAN=1 && scripts/run-dir.sh build/tests/lib-san"
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
+step install tests/install/test-install.sh
+step dkms tests/install/test-dkms.sh
 step checkpatch tap "checkpatch --strict kmod/ uapi/" \
 	perl build/ksrc/scripts/checkpatch.pl --no-tree --strict --terse \
 	--show-types -f $(ls kmod/*.[ch] uapi/linux/*.h | grep -v '\.mod\.c$')
