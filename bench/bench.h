@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tio-bench: the benchmark harness.
+ *
+ * A case is registered by suite and name (BENCH_REGISTER in a constructor).
+ * The harness calibrates an iteration count to a target sample time, warms
+ * up, takes repeats and reports min, median, mean, std and p99 of the
+ * per-operation cost, allocations per operation (malloc is counted) and
+ * throughput where a case moves bytes.
+ *
+ * The unit is ns/op on the host and guest instructions/op inside the VM
+ * under QEMU's -icount shift=0, where CLOCK_MONOTONIC advances exactly one
+ * nanosecond per guest instruction (see docs/benchmarks.md).
+ */
+#ifndef TIO_BENCH_H
+#define TIO_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* setup() returns this (after filling run->why) when a case cannot run. */
+#define BENCH_SKIP	1
+
+enum bench_unit { BENCH_NS, BENCH_INSN };
+
+struct bench_run;
+
+/**
+ * struct bench_case - one benchmark
+ * @suite: suite name ("overhead", "ffi", ...)
+ * @name: case name inside the suite, '/'-separated ("info/uring/b64")
+ * @size: "small", "medium" or "large" (selected by --size), NULL for any
+ * @ref: name of the case in the same suite the ratio column divides by
+ * @ops: operations one iteration performs (a batch of 64 is 64), 0 = 1
+ * @bytes: bytes one operation moves, for GB/s (0: no throughput)
+ * @target: target median in ns/op (host only), 0 for none
+ * @target_ratio: target for the ratio to @ref, 0 for none
+ * @note: what one operation is, printed under the table
+ * @setup: prepare @run->state; 0, BENCH_SKIP (reason in @run->why) or -errno
+ * @run: perform @n iterations; 0 or -errno
+ * @teardown: release @run->state (also after a failed run)
+ * @arg: case parameter (a batch size, a byte count, ...)
+ * @next: registry link
+ */
+struct bench_case {
+	const char *suite;
+	const char *name;
+	const char *size;
+	const char *ref;
+	double ops;
+	uint64_t bytes;
+	double target;
+	double target_ratio;
+	const char *note;
+	int (*setup)(struct bench_run *run);
+	int (*run)(struct bench_run *run, uint64_t n);
+	void (*teardown)(struct bench_run *run);
+	uintptr_t arg;
+	struct bench_case *next;
+};
+
+/**
+ * struct bench_run - what a case sees while it runs
+ * @c: the case
+ * @state: the case's own state, set by setup
+ * @fast: --fast was given (cases may shrink their working sets)
+ * @unit: what the clock counts
+ * @why: the reason when setup returns BENCH_SKIP, or an error message
+ * @manual_ns: a run may measure its own time (e.g. fio's own report) and
+ *	       store the elapsed clock units here; -1 means "time the call"
+ */
+struct bench_run {
+	const struct bench_case *c;
+	void *state;
+	int fast;
+	enum bench_unit unit;
+	char why[192];
+	double manual_ns;
+};
+
+/**
+ * struct bench_stats - summary of per-operation costs over repeats
+ * @n: number of samples
+ * @min: smallest
+ * @median: middle (mean of the two middle samples for even @n)
+ * @mean: arithmetic mean
+ * @std: sample standard deviation (n - 1), 0 for n < 2
+ * @p99: 99th percentile, linear interpolation between closest ranks
+ * @max: largest
+ */
+struct bench_stats {
+	size_t n;
+	double min, median, mean, std, p99, max;
+};
+
+enum bench_status { BENCH_OK, BENCH_SKIPPED, BENCH_FAILED };
+
+/**
+ * struct bench_result - one case's outcome
+ * @suite, @name: copied from the case (owned by the result)
+ * @status: ok, skipped (@why says why) or failed (@why says what)
+ * @unit: unit of every cost figure
+ * @iters: iterations per sample
+ * @ops_per_iter: operations per iteration
+ * @st: statistics of cost per operation
+ * @samples: per-repeat cost per operation (@st.n of them)
+ * @allocs_per_op: malloc/calloc/realloc calls per operation
+ * @bytes: bytes per operation (0: none)
+ * @ref: the reference case, @ratio = median / reference median (0: none)
+ * @target, @target_ratio: copied from the case
+ * @note: copied from the case
+ */
+struct bench_result {
+	char *suite;
+	char *name;
+	enum bench_status status;
+	char why[192];
+	enum bench_unit unit;
+	uint64_t iters;
+	double ops_per_iter;
+	struct bench_stats st;
+	double *samples;
+	double allocs_per_op;
+	uint64_t bytes;
+	const char *ref;
+	double ratio;
+	double target;
+	double target_ratio;
+	const char *note;
+};
+
+/**
+ * struct bench_header - where and how a run was taken
+ */
+struct bench_header {
+	char machine[256];
+	char kernel[256];
+	char backend[128];
+	char compiler[96];
+	char commit[128];
+	char date[32];
+	char mode[96];
+	enum bench_unit unit;
+};
+
+/* Baseline verdicts, in increasing severity. */
+enum bench_verdict { BENCH_SAME, BENCH_NEW, BENCH_WARN, BENCH_FAIL };
+
+#define BENCH_WARN_PCT	5.0
+#define BENCH_FAIL_PCT	10.0
+
+/* Registry (registry.c). */
+void bench_register(struct bench_case *c);
+struct bench_case *bench_cases(void);
+
+/* Statistics (stats.c): @v is sorted in place. */
+void bench_stats_compute(double *v, size_t n, struct bench_stats *st);
+double bench_percentile(const double *sorted, size_t n, double p);
+enum bench_verdict bench_verdict_of(double base, double cur, double *pct);
+
+/* Units. */
+const char *bench_unit_name(enum bench_unit u);
+
+/* Reports (report.c). */
+void bench_print_header(FILE *f, const struct bench_header *h, const char *prefix);
+void bench_print_table(FILE *f, const struct bench_result *r, size_t n,
+		       const char *suite);
+int bench_write_json(const char *path, const struct bench_header *h,
+		     const struct bench_result *r, size_t n);
+int bench_write_md(const char *path, const struct bench_header *h,
+		   const struct bench_result *r, size_t n);
+int bench_write_plots(const char *dir, const struct bench_header *h,
+		      const struct bench_result *r, size_t n);
+
+/* Baselines (baseline.c): JSON files in the bench_write_json() format. */
+int bench_baseline_path(const char *name, char *buf, size_t len);
+int bench_baseline_compare(const char *path, const struct bench_result *r,
+			   size_t n, FILE *out);
+
+/* The malloc counter (malloc_count.c). */
+uint64_t bench_malloc_count(void);
+
+/* Helpers for cases. */
+int bench_skip(struct bench_run *run, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int bench_fail(struct bench_run *run, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Keeps the compiler from discarding a value or assuming memory unchanged. */
+#define bench_keep(v)	__asm__ __volatile__("" : : "g"(v) : "memory")
+#define bench_clobber()	__asm__ __volatile__("" : : : "memory")
+
+#define BENCH_CONCAT_(a, b) a##b
+#define BENCH_CONCAT(a, b) BENCH_CONCAT_(a, b)
+
+/* Register a static struct bench_case at load time. */
+#define BENCH_REGISTER(c)						\
+	static void __attribute__((constructor))			\
+	BENCH_CONCAT(bench_reg_, __LINE__)(void) { bench_register(&(c)); }
+
+#endif /* TIO_BENCH_H */

@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * tio-bench: run registered benchmark cases and report them.
+ *
+ *   tio-bench [--suite S[,S]] [--case GLOB] [--size small|medium|large|all]
+ *             [--fast] [--repeat N] [--unit auto|ns|insn] [--list] [--tap]
+ *             [--json FILE] [--md FILE] [--plot DIR]
+ *             [--save-baseline NAME] [--baseline NAME]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#ifndef BENCH_COMMIT
+#define BENCH_COMMIT "unknown"
+#endif
+
+struct opts {
+	const char *suites;
+	const char *glob;
+	const char *size;
+	const char *json, *md, *plot, *save, *baseline;
+	int fast, list, tap, repeat;
+	enum bench_unit unit;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Is the guest clock counting instructions? tests/vm/run.sh -i says so. */
+static int icount_mode(void)
+{
+	char buf[4096];
+	FILE *f = fopen("/proc/cmdline", "r");
+	int yes = 0;
+
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f))
+		yes = strstr(buf, "tio.icount=1") != NULL;
+	fclose(f);
+	return yes;
+}
+
+static void make_header(struct bench_header *h, enum bench_unit unit)
+{
+	char line[512], model[256] = "unknown cpu";
+	const char *env;
+	struct utsname u;
+	time_t t = time(NULL);
+	struct tm tm;
+	FILE *f;
+	int fd;
+
+	memset(h, 0, sizeof(*h));
+	h->unit = unit;
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, ':');
+
+		if (!strncmp(line, "model name", 10) && p) {
+			snprintf(model, sizeof(model), "%s", p + 2);
+			model[strcspn(model, "\n")] = 0;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	uname(&u);
+	snprintf(h->machine, sizeof(h->machine), "%s, %s, %ld cpus", u.nodename,
+		 model, sysconf(_SC_NPROCESSORS_ONLN));
+	snprintf(h->kernel, sizeof(h->kernel), "%s %s %s", u.sysname, u.release,
+		 u.machine);
+	env = getenv("TIO_BACKEND");
+	fd = open("/dev/tensorio", O_RDWR | O_CLOEXEC);
+	if (env && *env)
+		snprintf(h->backend, sizeof(h->backend), "%s (TIO_BACKEND)", env);
+	else
+		snprintf(h->backend, sizeof(h->backend), "%s", fd >= 0 ?
+			 "kernel (/dev/tensorio)" : "user (no /dev/tensorio)");
+	if (fd >= 0)
+		close(fd);
+#ifdef __clang__
+	snprintf(h->compiler, sizeof(h->compiler), "clang %s", __clang_version__);
+#else
+	snprintf(h->compiler, sizeof(h->compiler), "gcc %s", __VERSION__);
+#endif
+	env = getenv("TIO_COMMIT");
+	snprintf(h->commit, sizeof(h->commit), "%s", env && *env ? env : BENCH_COMMIT);
+	gmtime_r(&t, &tm);
+	strftime(h->date, sizeof(h->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (unit == BENCH_INSN)
+		snprintf(h->mode, sizeof(h->mode), "QEMU TCG -icount shift=0 "
+			 "(1 clock ns = 1 guest instruction)");
+	else if (icount_mode())
+		snprintf(h->mode, sizeof(h->mode), "icount guest, forced ns");
+	else
+		snprintf(h->mode, sizeof(h->mode), "wall clock");
+}
+
+static int suite_selected(const struct opts *o, const char *suite)
+{
+	const char *p = o->suites;
+	size_t l = strlen(suite);
+
+	if (!p || !*p || !strcmp(p, "all"))
+		return 1;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+
+		if (n == l && !strncmp(p, suite, l))
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+static int selected(const struct opts *o, const struct bench_case *c)
+{
+	char full[256];
+
+	if (!suite_selected(o, c->suite))
+		return 0;
+	if (o->size && strcmp(o->size, "all") && c->size &&
+	    strcmp(o->size, c->size))
+		return 0;
+	if (!o->glob)
+		return 1;
+	snprintf(full, sizeof(full), "%s/%s", c->suite, c->name);
+	return !fnmatch(o->glob, c->name, 0) || !fnmatch(o->glob, full, 0);
+}
+
+static double timed(const struct bench_case *c, struct bench_run *run,
+		    uint64_t n, int *err)
+{
+	double t0, t1;
+
+	run->manual_ns = -1;
+	t0 = now();
+	*err = c->run(run, n);
+	t1 = now();
+	return run->manual_ns >= 0 ? run->manual_ns : t1 - t0;
+}
+
+static void run_case(const struct opts *o, const struct bench_case *c,
+		     struct bench_result *res)
+{
+	double target, t = 0, ops = c->ops > 0 ? c->ops : 1;
+	struct bench_run run = { .c = c, .fast = o->fast, .unit = o->unit };
+	int repeats = o->repeat, err = 0, i;
+	uint64_t n = 1, m0, total;
+
+	memset(res, 0, sizeof(*res));
+	res->suite = strdup(c->suite);
+	res->name = strdup(c->name);
+	res->unit = o->unit;
+	res->ops_per_iter = ops;
+	res->bytes = c->bytes;
+	res->ref = c->ref;
+	res->target = c->target;
+	res->target_ratio = c->target_ratio;
+	res->note = c->note;
+	if (!res->suite || !res->name) {
+		res->status = BENCH_FAILED;
+		snprintf(res->why, sizeof(res->why), "out of memory");
+		return;
+	}
+	/* Sample length, in clock units: instructions in the icount VM. */
+	if (o->unit == BENCH_INSN)
+		target = o->fast ? 2e5 : 3e6;
+	else
+		target = o->fast ? 2e5 : 1e7;
+	if (repeats <= 0)
+		repeats = o->fast ? 3 : (o->unit == BENCH_INSN ? 9 : 15);
+
+	err = c->setup ? c->setup(&run) : 0;
+	if (err == BENCH_SKIP) {
+		res->status = BENCH_SKIPPED;
+		memcpy(res->why, run.why, sizeof(res->why));
+		return;
+	}
+	if (err)
+		goto failed;
+	/* Calibrate: grow n until a call lasts about the target. */
+	for (;;) {
+		t = timed(c, &run, n, &err);
+		if (err)
+			goto failed;
+		if (t >= target / 2 || n >= (1ULL << 40))
+			break;
+		if (t < target / 1000)
+			n *= 100;
+		else
+			n = (uint64_t)((double)n * target / t) + 1;
+	}
+	if (t > target && n > 1)
+		n = (uint64_t)((double)n * target / t);
+	if (!n)
+		n = 1;
+	/* Warm-up at the final count. */
+	if (!o->fast) {
+		timed(c, &run, n, &err);
+		if (err)
+			goto failed;
+	}
+	res->samples = calloc((size_t)repeats, sizeof(double));
+	if (!res->samples) {
+		err = bench_fail(&run, ENOMEM, "samples");
+		goto failed;
+	}
+	m0 = bench_malloc_count();
+	for (i = 0; i < repeats; i++) {
+		t = timed(c, &run, n, &err);
+		if (err)
+			goto failed;
+		res->samples[i] = t / ((double)n * ops);
+	}
+	total = bench_malloc_count() - m0;
+	res->iters = n;
+	res->allocs_per_op = (double)total / ((double)n * ops * repeats);
+	{
+		/* Stats sort their input: keep samples in run order. */
+		double *sorted = malloc((size_t)repeats * sizeof(double));
+
+		if (!sorted) {
+			err = bench_fail(&run, ENOMEM, "samples");
+			goto failed;
+		}
+		memcpy(sorted, res->samples, (size_t)repeats * sizeof(double));
+		bench_stats_compute(sorted, (size_t)repeats, &res->st);
+		free(sorted);
+	}
+	res->status = BENCH_OK;
+	if (c->teardown)
+		c->teardown(&run);
+	return;
+failed:
+	res->status = BENCH_FAILED;
+	if (run.why[0])
+		memcpy(res->why, run.why, sizeof(res->why));
+	else
+		snprintf(res->why, sizeof(res->why), "error %d (%s)", err,
+			 strerror(err < 0 ? -err : err));
+	if (c->teardown)
+		c->teardown(&run);
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: tio-bench [options]\n"
+	      "  --suite S[,S]      suites to run (default: all)\n"
+	      "  --case, --op GLOB  cases whose name or suite/name matches\n"
+	      "  --size small|medium|large|all  (default all)\n"
+	      "  --fast             short samples, 3 repeats (smoke test)\n"
+	      "  --repeat N         repeats per case\n"
+	      "  --unit auto|ns|insn  clock unit (auto: insn under tio.icount=1)\n"
+	      "  --list             list the cases and exit\n"
+	      "  --tap              a TAP line per case\n"
+	      "  --json FILE, --md FILE, --plot DIR   write results\n"
+	      "  --save-baseline NAME, --baseline NAME\n"
+	      "                     save / compare (>5% slower warns, >10% fails)\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "suite", required_argument, NULL, 's' },
+		{ "case", required_argument, NULL, 'c' },
+		{ "op", required_argument, NULL, 'c' },
+		{ "size", required_argument, NULL, 'z' },
+		{ "fast", no_argument, NULL, 'f' },
+		{ "repeat", required_argument, NULL, 'r' },
+		{ "unit", required_argument, NULL, 'u' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "tap", no_argument, NULL, 't' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "md", required_argument, NULL, 'm' },
+		{ "plot", required_argument, NULL, 'p' },
+		{ "save-baseline", required_argument, NULL, 'S' },
+		{ "baseline", required_argument, NULL, 'B' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct opts o = { .unit = BENCH_NS };
+	const char *unit = "auto";
+	struct bench_result *res;
+	struct bench_header h;
+	struct bench_case *c;
+	size_t n = 0, i, j;
+	int ch, rc = 0, err;
+	char path[4096];
+
+	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (ch) {
+		case 's': o.suites = optarg; break;
+		case 'c': o.glob = optarg; break;
+		case 'z': o.size = optarg; break;
+		case 'f': o.fast = 1; break;
+		case 'r': o.repeat = atoi(optarg); break;
+		case 'u': unit = optarg; break;
+		case 'l': o.list = 1; break;
+		case 't': o.tap = 1; break;
+		case 'j': o.json = optarg; break;
+		case 'm': o.md = optarg; break;
+		case 'p': o.plot = optarg; break;
+		case 'S': o.save = optarg; break;
+		case 'B': o.baseline = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc || (o.size && strcmp(o.size, "small") &&
+	    strcmp(o.size, "medium") && strcmp(o.size, "large") &&
+	    strcmp(o.size, "all")) || o.repeat < 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(unit, "insn"))
+		o.unit = BENCH_INSN;
+	else if (!strcmp(unit, "auto"))
+		o.unit = icount_mode() ? BENCH_INSN : BENCH_NS;
+	else if (strcmp(unit, "ns")) {
+		usage(stderr);
+		return 2;
+	}
+
+	for (c = bench_cases(); c; c = c->next)
+		if (selected(&o, c))
+			n++;
+	if (o.list) {
+		for (c = bench_cases(); c; c = c->next)
+			if (selected(&o, c))
+				printf("%s/%-28s %-7s %s\n", c->suite, c->name,
+				       c->size ? c->size : "-",
+				       c->note ? c->note : "");
+		return 0;
+	}
+	if (!n) {
+		fprintf(stderr, "tio-bench: no case matches\n");
+		return 2;
+	}
+	res = calloc(n, sizeof(*res));
+	if (!res) {
+		perror("tio-bench");
+		return 1;
+	}
+	make_header(&h, o.unit);
+	bench_print_header(stdout, &h, "# ");
+	fflush(stdout);
+	i = 0;
+	for (c = bench_cases(); c; c = c->next) {
+		if (!selected(&o, c))
+			continue;
+		run_case(&o, c, &res[i]);
+		if (o.tap) {
+			if (res[i].status == BENCH_OK)
+				printf("ok %zu - %s/%s\n", i + 1, c->suite, c->name);
+			else if (res[i].status == BENCH_SKIPPED)
+				printf("ok %zu - %s/%s # SKIP %s\n", i + 1,
+				       c->suite, c->name, res[i].why);
+			else
+				printf("not ok %zu - %s/%s: %s\n", i + 1,
+				       c->suite, c->name, res[i].why);
+			fflush(stdout);
+		}
+		if (res[i].status == BENCH_FAILED)
+			rc = 1;
+		i++;
+	}
+	if (o.tap)
+		printf("1..%zu\n", n);
+	/* Ratios to the reference rows. */
+	for (i = 0; i < n; i++) {
+		if (!res[i].ref || res[i].status != BENCH_OK)
+			continue;
+		for (j = 0; j < n; j++)
+			if (res[j].status == BENCH_OK &&
+			    !strcmp(res[j].suite, res[i].suite) &&
+			    !strcmp(res[j].name, res[i].ref) &&
+			    res[j].st.median > 0)
+				res[i].ratio = res[i].st.median / res[j].st.median;
+	}
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i; j++)
+			if (!strcmp(res[j].suite, res[i].suite))
+				break;
+		if (j == i)
+			bench_print_table(stdout, res, n, res[i].suite);
+	}
+	if (o.json && (err = bench_write_json(o.json, &h, res, n))) {
+		fprintf(stderr, "tio-bench: %s: %s\n", o.json, strerror(-err));
+		rc = 1;
+	}
+	if (o.md && (err = bench_write_md(o.md, &h, res, n))) {
+		fprintf(stderr, "tio-bench: %s: %s\n", o.md, strerror(-err));
+		rc = 1;
+	}
+	if (o.plot && (err = bench_write_plots(o.plot, &h, res, n))) {
+		fprintf(stderr, "tio-bench: plots in %s: %s\n", o.plot,
+			err == -ENOENT ? "gnuplot not found" : strerror(-err));
+		rc = 1;
+	}
+	if (o.save) {
+		err = bench_baseline_path(o.save, path, sizeof(path));
+		if (!err)
+			err = bench_write_json(path, &h, res, n);
+		if (err) {
+			fprintf(stderr, "tio-bench: baseline %s: %s\n", o.save,
+				strerror(-err));
+			rc = 1;
+		} else {
+			printf("baseline saved: %s\n", path);
+		}
+	}
+	if (o.baseline) {
+		err = bench_baseline_path(o.baseline, path, sizeof(path));
+		if (!err)
+			err = bench_baseline_compare(path, res, n, stdout);
+		if (err < 0) {
+			fprintf(stderr, "tio-bench: baseline %s: %s\n", path,
+				strerror(-err));
+			rc = 1;
+		} else if (err == BENCH_FAIL) {
+			printf("baseline: regression over %.0f%%: failing\n",
+			       BENCH_FAIL_PCT);
+			rc = 1;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		free(res[i].suite);
+		free(res[i].name);
+		free(res[i].samples);
+	}
+	free(res);
+	return rc;
+}

@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/* Tables, JSON, Markdown and gnuplot plots of a run's results. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+/* A cost with a precision that suits its size. */
+static const char *num(char *buf, size_t len, double v)
+{
+	if (v < 10)
+		snprintf(buf, len, "%.2f", v);
+	else if (v < 1000)
+		snprintf(buf, len, "%.1f", v);
+	else
+		snprintf(buf, len, "%.0f", v);
+	return buf;
+}
+
+/* "<= 1.5 ns: met", "<= 0.50x info/ioctl: MISSED", "" */
+static void target_text(char *buf, size_t len, const struct bench_result *x)
+{
+	char t[64];
+
+	buf[0] = 0;
+	if (x->status != BENCH_OK)
+		return;
+	if (x->target > 0) {
+		num(t, sizeof(t), x->target);
+		if (x->unit != BENCH_NS)
+			snprintf(buf, len, "<= %s ns (host)", t);
+		else
+			snprintf(buf, len, "<= %s ns: %s", t,
+				 x->st.median <= x->target ? "met" : "MISSED");
+	} else if (x->target_ratio > 0 && x->ref) {
+		if (x->ratio > 0)
+			snprintf(buf, len, "<= %.2fx: %s", x->target_ratio,
+				 x->ratio <= x->target_ratio ? "met" : "MISSED");
+		else
+			snprintf(buf, len, "<= %.2fx (no ref)", x->target_ratio);
+	}
+}
+
+void bench_print_header(FILE *f, const struct bench_header *h, const char *pfx)
+{
+	fprintf(f, "%smachine:  %s\n", pfx, h->machine);
+	fprintf(f, "%skernel:   %s\n", pfx, h->kernel);
+	fprintf(f, "%sbackend:  %s\n", pfx, h->backend);
+	fprintf(f, "%scompiler: %s\n", pfx, h->compiler);
+	fprintf(f, "%scommit:   %s\n", pfx, h->commit);
+	fprintf(f, "%sdate:     %s\n", pfx, h->date);
+	fprintf(f, "%smode:     %s\n", pfx, h->mode);
+	fprintf(f, "%sunit:     %s/op (%s)\n", pfx, bench_unit_name(h->unit),
+		h->unit == BENCH_INSN ?
+		"guest instructions per operation, deterministic" :
+		"wall-clock nanoseconds per operation, CLOCK_MONOTONIC");
+}
+
+/**
+ * bench_print_table() - one suite's results as an aligned text table
+ * @f: where
+ * @r: results of the run
+ * @n: how many
+ * @suite: the suite to print
+ */
+void bench_print_table(FILE *f, const struct bench_result *r, size_t n,
+		       const char *suite)
+{
+	char a[32], b[32], c[32], d[32], tp[40], ratio[48], tgt[80];
+	const char *unit = NULL;
+	size_t i, w = 4;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(r[i].suite, suite))
+			continue;
+		if (strlen(r[i].name) > w)
+			w = strlen(r[i].name);
+		unit = bench_unit_name(r[i].unit);
+	}
+	if (!unit)
+		return;
+	fprintf(f, "\n== suite %s: cost per operation in %s/op "
+		"(min, median, mean, p99 of repeats)\n", suite, unit);
+	fprintf(f, "%-*s %10s %10s %10s %6s %10s %8s %12s %16s  %s\n", (int)w,
+		"case", "min", "median", "mean", "std%", "p99", "allocs",
+		"throughput", "ratio", "target");
+	for (i = 0; i < n; i++) {
+		const struct bench_result *x = &r[i];
+
+		if (strcmp(x->suite, suite))
+			continue;
+		if (x->status != BENCH_OK) {
+			fprintf(f, "%-*s %s: %s\n", (int)w, x->name,
+				x->status == BENCH_SKIPPED ? "skipped" : "FAILED",
+				x->why);
+			continue;
+		}
+		tp[0] = 0;
+		if (x->unit == BENCH_NS && x->bytes && x->st.median > 0)
+			snprintf(tp, sizeof(tp), "%.2f GB/s",
+				 (double)x->bytes / x->st.median);
+		else if (x->unit == BENCH_NS && x->st.median > 0)
+			snprintf(tp, sizeof(tp), "%.3g op/s", 1e9 / x->st.median);
+		ratio[0] = 0;
+		if (x->ratio > 0)
+			snprintf(ratio, sizeof(ratio), "%.3fx", x->ratio);
+		target_text(tgt, sizeof(tgt), x);
+		fprintf(f, "%-*s %10s %10s %10s %6.1f %10s %8.2f %12s %16s  %s\n",
+			(int)w, x->name, num(a, sizeof(a), x->st.min),
+			num(b, sizeof(b), x->st.median),
+			num(c, sizeof(c), x->st.mean),
+			x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0,
+			num(d, sizeof(d), x->st.p99), x->allocs_per_op, tp,
+			ratio, tgt);
+	}
+	for (i = 0; i < n; i++)
+		if (!strcmp(r[i].suite, suite) && r[i].ref &&
+		    r[i].status == BENCH_OK && !strcmp(r[i].name, r[i].ref))
+			fprintf(f, "(ratio: median / median of %s)\n", r[i].ref);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+static void json_num(FILE *f, double v)
+{
+	if (v != v || v > 1e300 || v < -1e300)
+		fputs("null", f);
+	else
+		fprintf(f, "%.6g", v);
+}
+
+static const char *status_name(enum bench_status s)
+{
+	return s == BENCH_OK ? "ok" : s == BENCH_SKIPPED ? "skipped" : "failed";
+}
+
+/**
+ * bench_write_json() - the run as JSON (also the baseline format)
+ * @path: file to write, "-" for stdout
+ * @h: run header
+ * @r: results
+ * @n: how many
+ *
+ * Return: 0 or -errno.
+ */
+int bench_write_json(const char *path, const struct bench_header *h,
+		     const struct bench_result *r, size_t n)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	size_t i, j;
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	fputs("{\n  \"format\": \"tio-bench/1\",\n  \"header\": {", f);
+	fputs("\"machine\": ", f);
+	json_str(f, h->machine);
+	fputs(", \"kernel\": ", f);
+	json_str(f, h->kernel);
+	fputs(", \"backend\": ", f);
+	json_str(f, h->backend);
+	fputs(", \"compiler\": ", f);
+	json_str(f, h->compiler);
+	fputs(", \"commit\": ", f);
+	json_str(f, h->commit);
+	fputs(", \"date\": ", f);
+	json_str(f, h->date);
+	fputs(", \"mode\": ", f);
+	json_str(f, h->mode);
+	fputs(", \"unit\": ", f);
+	json_str(f, bench_unit_name(h->unit));
+	fputs("},\n  \"results\": [", f);
+	for (i = 0; i < n; i++) {
+		const struct bench_result *x = &r[i];
+
+		fputs(i ? ",\n    {" : "\n    {", f);
+		fputs("\"suite\": ", f);
+		json_str(f, x->suite);
+		fputs(", \"case\": ", f);
+		json_str(f, x->name);
+		fputs(", \"status\": ", f);
+		json_str(f, status_name(x->status));
+		if (x->status != BENCH_OK) {
+			fputs(", \"reason\": ", f);
+			json_str(f, x->why);
+			fputc('}', f);
+			continue;
+		}
+		fputs(", \"unit\": ", f);
+		json_str(f, bench_unit_name(x->unit));
+		fprintf(f, ", \"iters\": %llu, \"ops_per_iter\": ",
+			(unsigned long long)x->iters);
+		json_num(f, x->ops_per_iter);
+		fputs(", \"min\": ", f);
+		json_num(f, x->st.min);
+		fputs(", \"median\": ", f);
+		json_num(f, x->st.median);
+		fputs(", \"mean\": ", f);
+		json_num(f, x->st.mean);
+		fputs(", \"std\": ", f);
+		json_num(f, x->st.std);
+		fputs(", \"p99\": ", f);
+		json_num(f, x->st.p99);
+		fputs(", \"max\": ", f);
+		json_num(f, x->st.max);
+		fputs(", \"allocs_per_op\": ", f);
+		json_num(f, x->allocs_per_op);
+		if (x->bytes)
+			fprintf(f, ", \"bytes_per_op\": %llu",
+				(unsigned long long)x->bytes);
+		if (x->ref && x->ratio > 0) {
+			fputs(", \"ref\": ", f);
+			json_str(f, x->ref);
+			fputs(", \"ratio\": ", f);
+			json_num(f, x->ratio);
+		}
+		if (x->target > 0) {
+			fputs(", \"target_ns\": ", f);
+			json_num(f, x->target);
+		}
+		if (x->target_ratio > 0) {
+			fputs(", \"target_ratio\": ", f);
+			json_num(f, x->target_ratio);
+		}
+		fputs(", \"samples\": [", f);
+		for (j = 0; j < x->st.n; j++) {
+			if (j)
+				fputs(", ", f);
+			json_num(f, x->samples[j]);
+		}
+		fputs("]}", f);
+	}
+	fputs("\n  ]\n}\n", f);
+	if (ferror(f))
+		err = -EIO;
+	if (f != stdout && fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
+/**
+ * bench_write_md() - the run as Markdown tables, one per suite
+ * @path: file to write
+ * @h: run header
+ * @r: results
+ * @n: how many
+ *
+ * Return: 0 or -errno.
+ */
+int bench_write_md(const char *path, const struct bench_header *h,
+		   const struct bench_result *r, size_t n)
+{
+	char a[32], b[32], c[32], tgt[80];
+	FILE *f = fopen(path, "w");
+	size_t i, j;
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	fputs("# tio-bench results\n\n", f);
+	bench_print_header(f, h, "- ");
+	fputs("\nFigures are comparable across runs only through baselines "
+	      "(`--save-baseline`, `--baseline`): a different machine, kernel "
+	      "or build changes them.\n", f);
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i; j++)
+			if (!strcmp(r[j].suite, r[i].suite))
+				break;
+		if (j < i)
+			continue;
+		fprintf(f, "\n## %s (%s/op)\n\n", r[i].suite,
+			bench_unit_name(r[i].unit));
+		fputs("| case | min | median | p99 | std % | allocs/op | ratio | target |\n"
+		      "|---|---:|---:|---:|---:|---:|---:|---|\n", f);
+		for (j = i; j < n; j++) {
+			const struct bench_result *x = &r[j];
+
+			if (strcmp(x->suite, r[i].suite))
+				continue;
+			if (x->status != BENCH_OK) {
+				fprintf(f, "| %s | %s: %s | | | | | | |\n", x->name,
+					x->status == BENCH_SKIPPED ? "skipped" : "FAILED",
+					x->why);
+				continue;
+			}
+			target_text(tgt, sizeof(tgt), x);
+			fprintf(f, "| %s | %s | %s | %s | %.1f | %.2f | ", x->name,
+				num(a, sizeof(a), x->st.min),
+				num(b, sizeof(b), x->st.median),
+				num(c, sizeof(c), x->st.p99),
+				x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0,
+				x->allocs_per_op);
+			if (x->ratio > 0)
+				fprintf(f, "%.3fx | %s |\n", x->ratio, tgt);
+			else
+				fprintf(f, " | %s |\n", tgt);
+		}
+	}
+	if (ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
+static int run_gnuplot(const char *script)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		execlp("gnuplot", "gnuplot", script, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return WIFEXITED(st) && WEXITSTATUS(st) == 127 ? -ENOENT : -EIO;
+	return 0;
+}
+
+/* One suite: a bar per case (median), with min..p99 as an error bar. */
+static int plot_suite(const char *dir, const struct bench_header *h,
+		      const struct bench_result *r, size_t n, const char *suite)
+{
+	char dat[4096], gp[4096];
+	const char *unit = "ns";
+	FILE *f;
+	size_t i, rows = 0;
+	int term, err;
+
+	snprintf(dat, sizeof(dat), "%s/%s.dat", dir, suite);
+	snprintf(gp, sizeof(gp), "%s/%s.gp", dir, suite);
+	f = fopen(dat, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "# case median min p99 (%s/op)\n", unit);
+	for (i = 0; i < n; i++) {
+		if (strcmp(r[i].suite, suite) || r[i].status != BENCH_OK)
+			continue;
+		unit = bench_unit_name(r[i].unit);
+		fprintf(f, "\"%s\" %g %g %g\n", r[i].name, r[i].st.median,
+			r[i].st.min, r[i].st.p99);
+		rows++;
+	}
+	if (fclose(f))
+		return -errno;
+	if (!rows)
+		return 0;
+	f = fopen(gp, "w");
+	if (!f)
+		return -errno;
+	for (term = 0; term < 2; term++) {
+		fprintf(f, "set terminal %s size %zu,600\n",
+			term ? "pngcairo" : "svg", 200 + rows * 40);
+		fprintf(f, "set output '%s/%s.%s'\n", dir, suite,
+			term ? "png" : "svg");
+		fprintf(f, "set title \"tio-bench %s, %s/op (%s, %s)\" noenhanced\n",
+			suite, unit, h->mode, h->date);
+		fputs("set style fill solid 0.6 border -1\n"
+		      "set boxwidth 0.7\n"
+		      "set logscale y\n"
+		      "set grid ytics\n"
+		      "set key off\n"
+		      "set bmargin 12\n"
+		      "set xtics rotate by -50 noenhanced\n", f);
+		fprintf(f, "set ylabel '%s/op (log scale; bar: median, "
+			"whiskers: min..p99)'\n", unit);
+		fprintf(f, "plot '%s' using 0:2:xtic(1) with boxes, "
+			"'' using 0:2:3:4 with yerrorbars lc rgb 'black' pt 0\n",
+			dat);
+	}
+	if (fclose(f))
+		return -errno;
+	err = run_gnuplot(gp);
+	return err;
+}
+
+/**
+ * bench_write_plots() - SVG and PNG bar charts, one per suite, via gnuplot
+ * @dir: output directory (created)
+ * @h: run header
+ * @r: results
+ * @n: how many
+ *
+ * Return: 0 or -errno (-ENOENT: gnuplot is not installed).
+ */
+int bench_write_plots(const char *dir, const struct bench_header *h,
+		      const struct bench_result *r, size_t n)
+{
+	size_t i, j;
+	int err;
+
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < i; j++)
+			if (!strcmp(r[j].suite, r[i].suite))
+				break;
+		if (j < i)
+			continue;
+		err = plot_suite(dir, h, r, n, r[i].suite);
+		if (err)
+			return err;
+	}
+	return 0;
+}

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Suite "overhead": what one driver operation costs, and how much of it is
+ * the way it enters the kernel. The same operations (INFO, a no-op; a 4 KiB
+ * buffer alloc+free; a fence emit+signal) go through
+ *   ioctl           one syscall per command,
+ *   uring/bN        one IORING_OP_URING_CMD SQE per command, N per submit,
+ *   submit/bN       TIO_IOC_SUBMIT carrying N struct tio_cmd records,
+ *   submit-uring/bN the same vector in one uring_cmd SQE,
+ * and each row's ratio to the ioctl row shows what batching saves. Run it
+ * in the VM under -icount shift=0 (make run) for instructions per op.
+ *
+ * Rows whose TIO_FEAT_* bit the running driver lacks are skipped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <liburing.h>
+#include <linux/tensorio.h>
+
+#include "bench.h"
+
+enum kind { K_INFO, K_BUF, K_FENCE };
+enum path { P_IOCTL, P_URING, P_SUBMIT, P_SUBMIT_URING };
+
+#define ARG(k, p, b)	((uintptr_t)(k) | (uintptr_t)(p) << 4 | (uintptr_t)(b) << 8)
+#define ARG_KIND(a)	((enum kind)((a) & 0xf))
+#define ARG_PATH(a)	((enum path)(((a) >> 4) & 0xf))
+#define ARG_BATCH(a)	((unsigned int)((a) >> 8))
+
+/* Any command's payload, so one array serves every kind. */
+union payload {
+	struct tio_info info;
+	struct tio_buf_alloc alloc;
+	struct tio_handle_op free;
+	struct tio_fence_emit emit;
+	struct tio_fence_signal signal;
+	__u8 bytes[TIO_CMD_PAYLOAD];
+};
+
+struct ovh {
+	int fd;
+	struct tio_info info;
+	enum kind kind;
+	enum path path;
+	unsigned int batch;
+	int have_ring;
+	struct io_uring ring;
+	__u32 stream;
+	__u64 next_seq;
+	union payload *pl;	/* 2 * batch */
+	struct tio_cmd *cmds;	/* 2 * batch */
+};
+
+static int open_dev(struct bench_run *run, int *fd, struct tio_info *info)
+{
+	*fd = open("/dev/tensorio", O_RDWR | O_CLOEXEC);
+	if (*fd < 0)
+		return bench_skip(run, "no /dev/tensorio: %s (driver rows "
+				  "run in the VM: make run)", strerror(errno));
+	memset(info, 0, sizeof(*info));
+	if (ioctl(*fd, TIO_IOC_INFO, info)) {
+		int err = errno;
+
+		close(*fd);
+		return bench_fail(run, err, "TIO_IOC_INFO");
+	}
+	return 0;
+}
+
+static void ovh_teardown(struct bench_run *run)
+{
+	struct ovh *s = run->state;
+
+	if (!s)
+		return;
+	if (s->have_ring)
+		io_uring_queue_exit(&s->ring);
+	if (s->stream) {
+		struct tio_handle_op d = { .handle = s->stream };
+
+		ioctl(s->fd, TIO_IOC_STREAM_DESTROY, &d);
+	}
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->pl);
+	free(s->cmds);
+	free(s);
+	run->state = NULL;
+}
+
+static int ovh_setup(struct bench_run *run)
+{
+	uintptr_t a = run->c->arg;
+	struct ovh *s = calloc(1, sizeof(*s));
+	unsigned int need = 0, slots;
+	int err;
+
+	if (!s)
+		return bench_fail(run, ENOMEM, "state");
+	s->fd = -1;
+	s->kind = ARG_KIND(a);
+	s->path = ARG_PATH(a);
+	s->batch = ARG_BATCH(a) ? ARG_BATCH(a) : 1;
+	run->state = s;
+	err = open_dev(run, &s->fd, &s->info);
+	if (err) {
+		s->fd = -1;
+		goto out;
+	}
+	if (s->kind == K_BUF && !(s->info.features & TIO_FEAT_BUFFERS))
+		need = TIO_FEAT_BUFFERS;
+	if (s->kind == K_FENCE && !(s->info.features & TIO_FEAT_STREAMS))
+		need = TIO_FEAT_STREAMS;
+	if ((s->path == P_URING || s->path == P_SUBMIT_URING) &&
+	    !(s->info.features & TIO_FEAT_URING_CMD))
+		need = TIO_FEAT_URING_CMD;
+	if ((s->path == P_SUBMIT || s->path == P_SUBMIT_URING) &&
+	    !(s->info.features & TIO_FEAT_SUBMIT))
+		need = TIO_FEAT_SUBMIT;
+	if (need) {
+		err = bench_skip(run, "driver lacks feature 0x%x (%s)", need,
+				 need == TIO_FEAT_BUFFERS ? "buffers" :
+				 need == TIO_FEAT_STREAMS ? "streams" :
+				 need == TIO_FEAT_URING_CMD ? "uring_cmd" : "submit");
+		goto out;
+	}
+	slots = 2 * s->batch;
+	if ((s->path == P_SUBMIT || s->path == P_SUBMIT_URING) &&
+	    slots / (s->kind == K_FENCE ? 1 : 2) > s->info.max_submit) {
+		err = bench_skip(run, "batch over max_submit %u", s->info.max_submit);
+		goto out;
+	}
+	s->pl = calloc(slots, sizeof(*s->pl));
+	s->cmds = calloc(slots, sizeof(*s->cmds));
+	if (!s->pl || !s->cmds) {
+		err = bench_fail(run, ENOMEM, "payloads");
+		goto out;
+	}
+	if (s->path == P_URING || s->path == P_SUBMIT_URING) {
+		err = io_uring_queue_init(slots < 8 ? 8 : slots, &s->ring, 0);
+		if (err) {
+			err = bench_skip(run, "io_uring_queue_init: %s",
+					 strerror(-err));
+			goto out;
+		}
+		s->have_ring = 1;
+	}
+	if (s->kind == K_FENCE) {
+		struct tio_stream_create sc = { 0 };
+		struct tio_fence_emit e = { 0 };
+		struct tio_fence_signal sg = { 0 };
+
+		if (ioctl(s->fd, TIO_IOC_STREAM_CREATE, &sc)) {
+			err = bench_fail(run, errno, "STREAM_CREATE");
+			goto out;
+		}
+		s->stream = sc.handle;
+		e.stream = s->stream;
+		if (ioctl(s->fd, TIO_IOC_FENCE_EMIT, &e)) {
+			err = bench_fail(run, errno, "FENCE_EMIT");
+			goto out;
+		}
+		sg.stream = s->stream;
+		sg.seqno = e.seqno;
+		if (ioctl(s->fd, TIO_IOC_FENCE_SIGNAL, &sg)) {
+			err = bench_fail(run, errno, "FENCE_SIGNAL");
+			goto out;
+		}
+		s->next_seq = e.seqno + 1;
+	}
+	return 0;
+out:
+	ovh_teardown(run);
+	return err;
+}
+
+/* The commands of one batch, as (op, payload) pairs in s->pl order. */
+static unsigned int fill_round(struct ovh *s, int round, unsigned int *ops)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < s->batch; i++) {
+		union payload *p = &s->pl[n];
+
+		switch (s->kind) {
+		case K_INFO:
+			memset(&p->info, 0, sizeof(p->info));
+			ops[n++] = TIO_IOC_INFO;
+			break;
+		case K_BUF:
+			if (!round) {
+				p->alloc = (struct tio_buf_alloc){ .size = 4096 };
+				ops[n++] = TIO_IOC_BUF_ALLOC;
+			} else {
+				__u32 h = s->pl[s->batch + i].alloc.handle;
+
+				p->free = (struct tio_handle_op){ .handle = h };
+				ops[n++] = TIO_IOC_BUF_FREE;
+			}
+			break;
+		case K_FENCE:
+			p->emit = (struct tio_fence_emit){ .stream = s->stream };
+			ops[n++] = TIO_IOC_FENCE_EMIT;
+			p = &s->pl[n];
+			p->signal = (struct tio_fence_signal){
+				.stream = s->stream, .seqno = s->next_seq + i };
+			ops[n++] = TIO_IOC_FENCE_SIGNAL;
+			break;
+		}
+	}
+	return n;
+}
+
+static int check_fence(struct bench_run *run, struct ovh *s)
+{
+	__u64 got = s->pl[2 * (s->batch - 1)].emit.seqno;
+
+	if (got != s->next_seq + s->batch - 1)
+		return bench_fail(run, EPROTO, "emit gave seqno %llu, expected %llu",
+				  (unsigned long long)got,
+				  (unsigned long long)(s->next_seq + s->batch - 1));
+	s->next_seq += s->batch;
+	return 0;
+}
+
+static int run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
+		     unsigned int n, int vector)
+{
+	struct tio_submit sub = { 0 };
+	struct io_uring_cqe *cqe;
+	unsigned int i, got = 0, want = vector ? 1 : n;
+	int ret;
+
+	if (vector) {
+		for (i = 0; i < n; i++) {
+			s->cmds[i] = (struct tio_cmd){ .op = ops[i] };
+			memcpy(s->cmds[i].payload.bytes, &s->pl[i], TIO_CMD_PAYLOAD);
+		}
+		sub.cmds_ptr = (uintptr_t)s->cmds;
+		sub.count = n;
+	}
+	for (i = 0; i < want; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+		__u64 ptr = vector ? (uintptr_t)&sub : (uintptr_t)&s->pl[i];
+
+		if (!sqe)
+			return bench_fail(run, EBUSY, "SQ ring full");
+		io_uring_prep_rw(IORING_OP_URING_CMD, sqe, s->fd, NULL, 0, 0);
+		sqe->cmd_op = vector ? TIO_IOC_SUBMIT : ops[i];
+		memcpy(sqe->cmd, &ptr, sizeof(ptr));
+	}
+	ret = io_uring_submit_and_wait(&s->ring, want);
+	if (ret < 0)
+		return bench_fail(run, -ret, "io_uring_submit_and_wait");
+	while (got < want) {
+		unsigned int head, seen = 0;
+
+		io_uring_for_each_cqe(&s->ring, head, cqe) {
+			if (cqe->res < 0) {
+				io_uring_cq_advance(&s->ring, seen + 1);
+				return bench_fail(run, -cqe->res, "uring_cmd");
+			}
+			seen++;
+		}
+		io_uring_cq_advance(&s->ring, seen);
+		got += seen;
+		if (got < want && (ret = io_uring_wait_cqe(&s->ring, &cqe)))
+			return bench_fail(run, -ret, "io_uring_wait_cqe");
+	}
+	if (vector) {
+		if (sub.done != n)
+			return bench_fail(run, EPROTO, "SUBMIT did %u of %u",
+					  sub.done, n);
+		for (i = 0; i < n; i++) {
+			if (s->cmds[i].result)
+				return bench_fail(run, -s->cmds[i].result,
+						  "record %u", i);
+			memcpy(&s->pl[i], s->cmds[i].payload.bytes, TIO_CMD_PAYLOAD);
+		}
+	}
+	return 0;
+}
+
+static int run_submit(struct bench_run *run, struct ovh *s, unsigned int *ops,
+		      unsigned int n)
+{
+	struct tio_submit sub = { .cmds_ptr = (uintptr_t)s->cmds, .count = n };
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		s->cmds[i] = (struct tio_cmd){ .op = ops[i] };
+		memcpy(s->cmds[i].payload.bytes, &s->pl[i], TIO_CMD_PAYLOAD);
+	}
+	if (ioctl(s->fd, TIO_IOC_SUBMIT, &sub))
+		return bench_fail(run, errno, "TIO_IOC_SUBMIT");
+	if (sub.done != n)
+		return bench_fail(run, EPROTO, "SUBMIT did %u of %u", sub.done, n);
+	for (i = 0; i < n; i++) {
+		if (s->cmds[i].result)
+			return bench_fail(run, -s->cmds[i].result, "record %u", i);
+		memcpy(&s->pl[i], s->cmds[i].payload.bytes, TIO_CMD_PAYLOAD);
+	}
+	return 0;
+}
+
+static int run_ioctl(struct bench_run *run, struct ovh *s, uint64_t iters)
+{
+	union payload p;
+	uint64_t i;
+
+	for (i = 0; i < iters; i++) {
+		switch (s->kind) {
+		case K_INFO:
+			memset(&p.info, 0, sizeof(p.info));
+			if (ioctl(s->fd, TIO_IOC_INFO, &p.info))
+				return bench_fail(run, errno, "INFO");
+			break;
+		case K_BUF:
+			p.alloc = (struct tio_buf_alloc){ .size = 4096 };
+			if (ioctl(s->fd, TIO_IOC_BUF_ALLOC, &p.alloc))
+				return bench_fail(run, errno, "BUF_ALLOC");
+			p.free = (struct tio_handle_op){ .handle = p.alloc.handle };
+			if (ioctl(s->fd, TIO_IOC_BUF_FREE, &p.free))
+				return bench_fail(run, errno, "BUF_FREE");
+			break;
+		case K_FENCE:
+			p.emit = (struct tio_fence_emit){ .stream = s->stream };
+			if (ioctl(s->fd, TIO_IOC_FENCE_EMIT, &p.emit))
+				return bench_fail(run, errno, "FENCE_EMIT");
+			p.signal = (struct tio_fence_signal){
+				.stream = s->stream, .seqno = p.emit.seqno };
+			if (ioctl(s->fd, TIO_IOC_FENCE_SIGNAL, &p.signal))
+				return bench_fail(run, errno, "FENCE_SIGNAL");
+			break;
+		}
+	}
+	return 0;
+}
+
+static int ovh_run(struct bench_run *run, uint64_t iters)
+{
+	struct ovh *s = run->state;
+	unsigned int ops[2 * 256 + 2], n;
+	int round, rounds = s->kind == K_BUF ? 2 : 1, err = 0;
+	uint64_t it;
+
+	if (s->path == P_IOCTL)
+		return run_ioctl(run, s, iters);
+	for (it = 0; it < iters; it++) {
+		for (round = 0; round < rounds; round++) {
+			/* Free round reads the handles the alloc round got. */
+			if (round)
+				memcpy(&s->pl[s->batch], s->pl,
+				       s->batch * sizeof(*s->pl));
+			n = fill_round(s, round, ops);
+			if (s->path == P_SUBMIT)
+				err = run_submit(run, s, ops, n);
+			else
+				err = run_uring(run, s, ops, n,
+						s->path == P_SUBMIT_URING);
+			if (err)
+				return err;
+		}
+		if (s->kind == K_FENCE && (err = check_fence(run, s)))
+			return err;
+	}
+	return 0;
+}
+
+/* 1 + 2 * 500 instructions: proves the icount clock counts instructions. */
+static int calib_run(struct bench_run *run, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned long c;
+
+		__asm__ __volatile__("mov $500, %0\n"
+				     "1: dec %0\n"
+				     "jnz 1b\n" : "=&r"(c) : : "cc");
+	}
+	return 0;
+}
+
+static int getppid_run(struct bench_run *run, uint64_t n)
+{
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		syscall(SYS_getppid);
+	return 0;
+}
+
+static int badioctl_setup(struct bench_run *run)
+{
+	struct tio_info info;
+	int fd, err = open_dev(run, &fd, &info);
+
+	if (err)
+		return err;
+	run->state = (void *)(intptr_t)fd;
+	return 0;
+}
+
+static int badioctl_run(struct bench_run *run, uint64_t n)
+{
+	int fd = (int)(intptr_t)run->state;
+	uint64_t i;
+
+	for (i = 0; i < n; i++)
+		if (!ioctl(fd, _IO(TIO_IOC_MAGIC, 0xff)))
+			return bench_fail(run, EPROTO, "unknown ioctl succeeded");
+	return 0;
+}
+
+static void badioctl_teardown(struct bench_run *run)
+{
+	close((int)(intptr_t)run->state);
+}
+
+#define ROW(n, k, p, b, sz, r, tr, what) {				\
+	.suite = "overhead", .name = n, .size = sz, .ref = r,		\
+	.ops = b, .target_ratio = tr, .note = what,			\
+	.setup = ovh_setup, .run = ovh_run, .teardown = ovh_teardown,	\
+	.arg = ARG(k, p, b) }
+
+#define KIND_ROWS(pfx, k, what)						\
+	ROW(pfx "/ioctl", k, P_IOCTL, 1, NULL, pfx "/ioctl", 0, what),	\
+	ROW(pfx "/uring/b1", k, P_URING, 1, "small", pfx "/ioctl", 0, what), \
+	ROW(pfx "/uring/b4", k, P_URING, 4, "small", pfx "/ioctl", 0, what), \
+	ROW(pfx "/uring/b16", k, P_URING, 16, "medium", pfx "/ioctl", 0, what), \
+	ROW(pfx "/uring/b64", k, P_URING, 64, "medium", pfx "/ioctl", 0.5, what), \
+	ROW(pfx "/uring/b256", k, P_URING, 256, "large", pfx "/ioctl", 0, what), \
+	ROW(pfx "/submit/b1", k, P_SUBMIT, 1, "small", pfx "/ioctl", 0, what), \
+	ROW(pfx "/submit/b4", k, P_SUBMIT, 4, "small", pfx "/ioctl", 0, what), \
+	ROW(pfx "/submit/b16", k, P_SUBMIT, 16, "medium", pfx "/ioctl", 0, what), \
+	ROW(pfx "/submit/b64", k, P_SUBMIT, 64, "medium", pfx "/ioctl", 0.1, what), \
+	ROW(pfx "/submit/b256", k, P_SUBMIT, 256, "large", pfx "/ioctl", 0, what), \
+	ROW(pfx "/submit-uring/b64", k, P_SUBMIT_URING, 64, "medium", pfx "/ioctl", 0.1, what), \
+	ROW(pfx "/submit-uring/b256", k, P_SUBMIT_URING, 256, "large", pfx "/ioctl", 0, what)
+
+static struct bench_case cases[] = {
+	{ .suite = "overhead", .name = "calib/1001-insn", .run = calib_run,
+	  .note = "a 1001-instruction loop: reads ~1001 insn/op when the "
+		  "clock counts instructions" },
+	{ .suite = "overhead", .name = "sys/getppid", .run = getppid_run,
+	  .note = "the cheapest syscall: the floor of any ioctl" },
+	{ .suite = "overhead", .name = "sys/ioctl-unknown", .setup = badioctl_setup,
+	  .run = badioctl_run, .teardown = badioctl_teardown,
+	  .note = "an unknown tensorio ioctl: VFS ioctl path + rejection" },
+	KIND_ROWS("info", K_INFO, "TIO_IOC_INFO, the driver's no-op"),
+	KIND_ROWS("buf4k", K_BUF, "a 4 KiB buffer BUF_ALLOC + BUF_FREE"),
+	KIND_ROWS("fence", K_FENCE, "FENCE_EMIT + FENCE_SIGNAL on one stream"),
+};
+
+static void __attribute__((constructor)) overhead_register(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		bench_register(&cases[i]);
+}
