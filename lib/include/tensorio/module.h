@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Modules: shared objects exporting FFI functions as symbols named
+ * __tvm_ffi_<name> with the safe-call signature (called with self NULL),
+ * and the process-wide system library that statically linked code
+ * registers into.
+ *
+ * A module may export `const uint32_t __tvm_ffi__tio_abi_version`
+ * (TIO_EXPORT_ABI_VERSION() does it): when present and not equal to the
+ * library's TIO_ABI_VERSION the module is refused, before any of its code
+ * runs. Symbols starting with "__tvm_ffi__" are metadata, not functions.
+ *
+ * A module is unloaded (dlclose) when the last reference to it goes;
+ * every Function got from it holds one.
+ */
+#ifndef TENSORIO_MODULE_H
+#define TENSORIO_MODULE_H
+
+#include <stdint.h>
+
+#include <tensorio/any.h>
+#include <tensorio/function.h>
+#include <tensorio/object.h>
+#include <tensorio/version.h>
+#include <tensorio/visibility.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TIO_MODULE_SYMBOL_PREFIX "__tvm_ffi_"
+#define TIO_MODULE_ABI_SYMBOL "__tvm_ffi__tio_abi_version"
+
+#ifdef __cplusplus
+#define TIO_EXTERN_C extern "C"
+#else
+#define TIO_EXTERN_C
+#endif
+
+/**
+ * TIO_EXPORT_FUNC() - export @impl, a tio_safe_call_t, as __tvm_ffi_<name>
+ * @name: the function's name (an identifier)
+ * @impl: the implementation
+ */
+#define TIO_EXPORT_FUNC(name, impl)						\
+	TIO_EXTERN_C __attribute__((visibility("default")))			\
+	int __tvm_ffi_##name(void *self, const tio_any_t *args,		\
+			     int32_t nargs, tio_any_t *ret);			\
+	TIO_EXTERN_C __attribute__((visibility("default")))			\
+	int __tvm_ffi_##name(void *self, const tio_any_t *args,		\
+			     int32_t nargs, tio_any_t *ret)			\
+	{									\
+		return (impl)(self, args, nargs, ret);				\
+	}
+
+/** TIO_EXPORT_ABI_VERSION() - export the ABI version this module was built for */
+#define TIO_EXPORT_ABI_VERSION()						\
+	TIO_EXTERN_C __attribute__((visibility("default")))			\
+	const uint32_t __tvm_ffi__tio_abi_version = TIO_ABI_VERSION
+
+/**
+ * TIO_SYSTEM_LIB_FUNC() - register @impl into the system library under
+ * @name when the program (or the shared object holding it) starts
+ * @name: the function's name (an identifier)
+ * @impl: the implementation
+ */
+#define TIO_SYSTEM_LIB_FUNC(name, impl)						\
+	__attribute__((constructor)) static void tio_syslib_reg_##name(void)	\
+	{									\
+		tio_system_lib_register(#name, (impl));				\
+	}
+
+/**
+ * tio_module_load() - load a shared object as a module
+ * @path: the file (as dlopen() takes it)
+ * @out: the Module (owned)
+ *
+ * Return: 0, or -1 with an error raised (OSError when it cannot be opened,
+ * ImportError for an incompatible ABI version).
+ */
+TIO_API int tio_module_load(const char *path, tio_object_t **out);
+
+/**
+ * tio_module_get_function() - a module's function by name
+ * @mod: the Module
+ * @name: the name, without the __tvm_ffi_ prefix
+ * @out: the Function (owned; keeps the module loaded), or NULL when absent
+ *
+ * Return: 0 (found or not), or -1 with an error raised.
+ */
+TIO_API int tio_module_get_function(tio_object_t *mod, const char *name,
+				    tio_object_t **out);
+
+/**
+ * tio_module_implements_function() - whether a module has a function
+ * @mod: the Module
+ * @name: the name, without prefix
+ *
+ * Return: 1 or 0.
+ */
+TIO_API int tio_module_implements_function(tio_object_t *mod, const char *name);
+
+/**
+ * tio_module_list_functions() - the names of a module's functions
+ * @mod: the Module
+ * @out: an Array of Strings, sorted (owned)
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+TIO_API int tio_module_list_functions(tio_object_t *mod, tio_any_t *out);
+
+/**
+ * tio_module_system_lib() - the process-wide system library
+ * @out: the Module (a reference, owned; the module itself lives as long as
+ *	the process)
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+TIO_API int tio_module_system_lib(tio_object_t **out);
+
+/**
+ * tio_system_lib_register() - add a function to the system library
+ * @name: its name (copied)
+ * @call: its implementation, called with self NULL
+ *
+ * Return: 0, or -1 with an error raised (KeyError when the name is taken).
+ */
+TIO_API int tio_system_lib_register(const char *name, tio_safe_call_t call);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TENSORIO_MODULE_H */
