@@ -2,6 +2,7 @@
 /*
  * tensorio: the /dev/tensorio misc device, its files and module parameters.
  */
+#include <linux/dma-mapping.h>
 #include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
@@ -21,6 +22,9 @@ module_param_named(max_pinned, tio_max_pinned, ulong, 0644);
 MODULE_PARM_DESC(max_pinned, "Module-wide cap on pinned bytes (default: half of RAM)");
 
 atomic64_t tio_pinned_total = ATOMIC64_INIT(0);
+
+/* The misc device's struct device, once registered. */
+struct device *tio_device;
 
 static int tio_open(struct inode *inode, struct file *file)
 {
@@ -100,9 +104,19 @@ static struct miscdevice tio_misc = {
 
 static int __init tio_init(void)
 {
+	int ret;
+
 	if (!tio_max_pinned)
 		tio_max_pinned = (totalram_pages() << PAGE_SHIFT) / 2;
-	return misc_register(&tio_misc);
+	ret = misc_register(&tio_misc);
+	if (ret)
+		return ret;
+	/* Imported dma-bufs are attached to and DMA-mapped for this device. */
+	tio_device = tio_misc.this_device;
+	ret = dma_coerce_mask_and_coherent(tio_device, DMA_BIT_MASK(64));
+	if (ret)
+		misc_deregister(&tio_misc);
+	return ret;
 }
 
 static void __exit tio_exit(void)

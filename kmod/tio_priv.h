@@ -73,6 +73,8 @@ struct tio_file {
 extern unsigned long tio_max_buf_size;
 extern unsigned long tio_max_pinned;
 extern atomic64_t tio_pinned_total;
+/* The misc device, for dma-buf attachments (tio_main.c). */
+extern struct device *tio_device;
 
 /* tio_object.c */
 void tio_obj_init(struct tio_obj *obj, u32 type, const struct tio_obj_ops *ops);
