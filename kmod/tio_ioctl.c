@@ -1,23 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Command dispatch: one table serves ioctl(), io_uring commands and the
- * records of TIO_IOC_SUBMIT, so every path runs the same handlers.
+ * records of TIO_IOC_SUBMIT, so every path runs the same handlers through
+ * tio_dispatch(), which also keeps the per-command statistics and fires
+ * the command tracepoints.
  */
 #include <linux/fs.h>
 #include <linux/kernel.h>
+#include <linux/mm.h>
 #include <linux/nospec.h>
+#include <linux/percpu.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 
 #include "tio_priv.h"
+#include "tio_trace.h"
 
 /**
  * struct tio_op - one command
  * @cmd: its ioctl number; _IOC_NR(@cmd) indexes the table
  * @fn: the handler, on a kernel copy of the payload
+ * @name: for debugfs
+ * @wait: the handler may block waiting for fences (counted in nr_waits)
  */
 struct tio_op {
 	unsigned int cmd;
 	int (*fn)(struct tio_file *tf, void *data);
+	const char *name;
+	bool wait;
 };
 
 static int tio_cmd_info(struct tio_file *tf, void *data)
@@ -29,6 +42,9 @@ static int tio_cmd_info(struct tio_file *tf, void *data)
 	memset(info, 0, sizeof(*info));
 	info->version = TIO_UAPI_VERSION;
 	info->features = 0;
+	info->features |= TIO_FEAT_SUBMIT;
+	if (IS_ENABLED(CONFIG_IO_URING))
+		info->features |= TIO_FEAT_URING_CMD | TIO_FEAT_ASYNC_WAIT;
 	info->max_buf_size = READ_ONCE(tio_max_buf_size);
 	info->max_pinned = READ_ONCE(tio_max_pinned);
 	info->pinned = atomic64_read(&tio_pinned_total);
@@ -36,27 +52,36 @@ static int tio_cmd_info(struct tio_file *tf, void *data)
 	return 0;
 }
 
+static int tio_cmd_submit(struct tio_file *tf, void *data);
+
+#define TIO_OP(_name, _fn, _wait)					\
+	[_IOC_NR(TIO_IOC_##_name)] = {					\
+		.cmd = TIO_IOC_##_name, .fn = _fn, .name = #_name,	\
+		.wait = _wait,						\
+	}
+
 static const struct tio_op tio_ops[] = {
-	[_IOC_NR(TIO_IOC_INFO)] = { TIO_IOC_INFO, tio_cmd_info },
-	[_IOC_NR(TIO_IOC_BUF_ALLOC)] = { TIO_IOC_BUF_ALLOC, tio_cmd_buf_alloc },
-	[_IOC_NR(TIO_IOC_BUF_PIN_USER)] = { TIO_IOC_BUF_PIN_USER, tio_cmd_buf_pin_user },
-	[_IOC_NR(TIO_IOC_BUF_FREE)] = { TIO_IOC_BUF_FREE, tio_cmd_buf_free },
-	[_IOC_NR(TIO_IOC_BUF_INFO)] = { TIO_IOC_BUF_INFO, tio_cmd_buf_info },
-	[_IOC_NR(TIO_IOC_BUF_SET_DESC)] = { TIO_IOC_BUF_SET_DESC, tio_cmd_buf_set_desc },
-	[_IOC_NR(TIO_IOC_BUF_EXPORT)] = { TIO_IOC_BUF_EXPORT, tio_cmd_buf_export },
-	[_IOC_NR(TIO_IOC_BUF_IMPORT)] = { TIO_IOC_BUF_IMPORT, tio_cmd_buf_import },
-	[_IOC_NR(TIO_IOC_BUF_ATTACH_FENCE)] = {
-		TIO_IOC_BUF_ATTACH_FENCE, tio_cmd_buf_attach_fence
-	},
-	[_IOC_NR(TIO_IOC_BUF_WAIT)] = { TIO_IOC_BUF_WAIT, tio_cmd_buf_wait },
-	[_IOC_NR(TIO_IOC_STREAM_CREATE)] = { TIO_IOC_STREAM_CREATE, tio_cmd_stream_create },
-	[_IOC_NR(TIO_IOC_STREAM_DESTROY)] = { TIO_IOC_STREAM_DESTROY, tio_cmd_stream_destroy },
-	[_IOC_NR(TIO_IOC_FENCE_EMIT)] = { TIO_IOC_FENCE_EMIT, tio_cmd_fence_emit },
-	[_IOC_NR(TIO_IOC_FENCE_SIGNAL)] = { TIO_IOC_FENCE_SIGNAL, tio_cmd_fence_signal },
-	[_IOC_NR(TIO_IOC_FENCE_WAIT)] = { TIO_IOC_FENCE_WAIT, tio_cmd_fence_wait },
-	[_IOC_NR(TIO_IOC_FENCE_EXPORT)] = { TIO_IOC_FENCE_EXPORT, tio_cmd_fence_export },
-	[_IOC_NR(TIO_IOC_FENCE_IMPORT)] = { TIO_IOC_FENCE_IMPORT, tio_cmd_fence_import },
+	TIO_OP(INFO, tio_cmd_info, false),
+	TIO_OP(BUF_ALLOC, tio_cmd_buf_alloc, false),
+	TIO_OP(BUF_PIN_USER, tio_cmd_buf_pin_user, false),
+	TIO_OP(BUF_FREE, tio_cmd_buf_free, false),
+	TIO_OP(BUF_INFO, tio_cmd_buf_info, false),
+	TIO_OP(BUF_SET_DESC, tio_cmd_buf_set_desc, false),
+	TIO_OP(BUF_EXPORT, tio_cmd_buf_export, false),
+	TIO_OP(BUF_IMPORT, tio_cmd_buf_import, false),
+	TIO_OP(BUF_ATTACH_FENCE, tio_cmd_buf_attach_fence, false),
+	TIO_OP(BUF_WAIT, tio_cmd_buf_wait, true),
+	TIO_OP(STREAM_CREATE, tio_cmd_stream_create, false),
+	TIO_OP(STREAM_DESTROY, tio_cmd_stream_destroy, false),
+	TIO_OP(FENCE_EMIT, tio_cmd_fence_emit, false),
+	TIO_OP(FENCE_SIGNAL, tio_cmd_fence_signal, false),
+	TIO_OP(FENCE_WAIT, tio_cmd_fence_wait, true),
+	TIO_OP(FENCE_EXPORT, tio_cmd_fence_export, false),
+	TIO_OP(FENCE_IMPORT, tio_cmd_fence_import, false),
+	TIO_OP(SUBMIT, tio_cmd_submit, false),
 };
+
+#define TIO_NR_OPS	ARRAY_SIZE(tio_ops)
 
 /* Every payload fits a command record. */
 static_assert(sizeof(struct tio_info) <= TIO_CMD_PAYLOAD);
@@ -78,16 +103,208 @@ static_assert(sizeof(struct tio_buf_wait) <= TIO_CMD_PAYLOAD);
 static_assert(sizeof(struct tio_submit) <= TIO_CMD_PAYLOAD);
 static_assert(sizeof(struct tio_cmd) == 64);
 
+/*
+ * Per-command statistics, per CPU so that the hot path only touches
+ * CPU-local cache lines; readers sum them (tio_cmd_stats_show()). The
+ * updates are not atomic against preemption: a rare lost update is
+ * acceptable for statistics, a shared atomic in the dispatch path is not.
+ */
+struct tio_cmd_stat {
+	u64 calls;
+	u64 errors;
+	u64 ns;
+	u64 max_ns;
+};
+
+struct tio_cmd_stats {
+	struct tio_cmd_stat op[TIO_NR_OPS];
+};
+
+static DEFINE_PER_CPU(struct tio_cmd_stats, tio_stats);
+
+/* Time every handler; debugfs tensorio/timing turns it off. */
+DEFINE_STATIC_KEY_TRUE(tio_stats_timing);
+
+static inline void tio_stat_update(unsigned int nr, int ret, u64 t0)
+{
+	u64 ns;
+
+	this_cpu_inc(tio_stats.op[nr].calls);
+	if (unlikely(ret < 0))
+		this_cpu_inc(tio_stats.op[nr].errors);
+	if (!t0)
+		return;
+	ns = ktime_get_ns() - t0;
+	this_cpu_add(tio_stats.op[nr].ns, ns);
+	if (ns > this_cpu_read(tio_stats.op[nr].max_ns))
+		this_cpu_write(tio_stats.op[nr].max_ns, ns);
+}
+
 static const struct tio_op *tio_op_lookup(unsigned int cmd)
 {
 	unsigned int nr = _IOC_NR(cmd);
 
-	if (_IOC_TYPE(cmd) != TIO_IOC_MAGIC || nr >= ARRAY_SIZE(tio_ops))
+	if (_IOC_TYPE(cmd) != TIO_IOC_MAGIC || nr >= TIO_NR_OPS)
 		return NULL;
-	nr = array_index_nospec(nr, ARRAY_SIZE(tio_ops));
+	nr = array_index_nospec(nr, TIO_NR_OPS);
 	if (!tio_ops[nr].fn || tio_ops[nr].cmd != cmd)
 		return NULL;
 	return &tio_ops[nr];
+}
+
+/*
+ * tio_dispatch() - run one command's handler on a kernel copy of its
+ * payload. Every submission form ends here.
+ */
+static __always_inline int tio_dispatch(struct tio_file *tf,
+					const struct tio_op *op, void *data)
+{
+	unsigned int nr = _IOC_NR(op->cmd);
+	u64 t0 = 0;
+	int ret;
+
+	trace_tio_cmd_enter(tf, nr);
+	if (static_branch_likely(&tio_stats_timing))
+		t0 = ktime_get_ns();
+	if (unlikely(op->wait)) {
+		atomic_inc(&tf->nr_waits);
+		ret = op->fn(tf, data);
+		atomic_dec(&tf->nr_waits);
+	} else {
+		ret = op->fn(tf, data);
+	}
+	tio_stat_update(nr, ret, t0);
+	trace_tio_cmd_exit(tf, nr, ret);
+	return ret;
+}
+
+/* One record of a SUBMIT vector; @buf is scratch for the payload. */
+static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec, u64 *buf)
+{
+	const struct tio_op *op;
+	unsigned int size;
+	int ret;
+
+	if (unlikely(rec->flags || rec->pad || rec->op == TIO_IOC_SUBMIT))
+		return -EINVAL;
+	op = tio_op_lookup(rec->op);
+	if (unlikely(!op))
+		return -ENOTTY;
+	size = _IOC_SIZE(op->cmd);
+	if (unlikely(memchr_inv(rec->payload.bytes + size, 0,
+				TIO_CMD_PAYLOAD - size)))
+		return -EINVAL;
+	/* The handler works on a copy, as with ioctl(): a failed or
+	 * write-only command leaves the record's payload as it was.
+	 */
+	memcpy(buf, rec->payload.bytes, size);
+	ret = tio_dispatch(tf, op, buf);
+	if (ret >= 0 && (_IOC_DIR(op->cmd) & _IOC_READ))
+		memcpy(rec->payload.bytes, buf, size);
+	return ret;
+}
+
+/*
+ * TIO_IOC_SUBMIT: one copy of the whole vector in, the records run in
+ * order, one copy of the processed records out. Nothing is allocated per
+ * record. Return: the number of records that failed (0: all processed
+ * records succeeded), or a negative errno when the vector itself was
+ * refused (nothing ran) or could not be written back (records ran).
+ */
+static int tio_cmd_submit(struct tio_file *tf, void *data)
+{
+	struct tio_submit *s = data;
+	struct tio_cmd __user *ucmds = u64_to_user_ptr(s->cmds_ptr);
+	u64 buf[TIO_CMD_PAYLOAD / sizeof(u64)];
+	bool cont = s->flags & TIO_SUBMIT_F_CONTINUE;
+	unsigned int i, failed = 0;
+	struct tio_cmd *cmds;
+	size_t bytes;
+	int ret;
+
+	if (!s->count || s->count > TIO_MAX_SUBMIT ||
+	    (s->flags & ~TIO_SUBMIT_F_CONTINUE) || s->pad)
+		return -EINVAL;
+	bytes = (size_t)s->count * sizeof(*cmds);
+	cmds = kvmalloc(bytes, GFP_KERNEL);
+	if (!cmds)
+		return -ENOMEM;
+	if (copy_from_user(cmds, ucmds, bytes)) {
+		ret = -EFAULT;
+		goto out;
+	}
+	for (i = 0; i < s->count;) {
+		struct tio_cmd *rec = &cmds[i++];
+
+		rec->result = tio_submit_one(tf, rec, buf);
+		if (unlikely(rec->result < 0)) {
+			failed++;
+			if (!cont)
+				break;
+		}
+	}
+	s->done = i;
+	ret = failed;
+	if (copy_to_user(ucmds, cmds, (size_t)i * sizeof(*cmds)))
+		ret = -EFAULT;
+out:
+	kvfree(cmds);
+	return ret;
+}
+
+/**
+ * tio_cmd_user() - run one command whose payload is in user memory
+ * @tf: the file
+ * @cmd: a TIO_IOC_* number
+ * @uptr: the payload
+ *
+ * The ioctl() form, also used by io_uring commands that complete inline.
+ * The payload is written back when the command succeeded and has the
+ * _IOC_READ direction.
+ *
+ * Return: the handler's result; -ENOTTY for an unknown command, -EFAULT
+ * when the payload cannot be copied.
+ */
+long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr)
+{
+	u64 buf[TIO_CMD_PAYLOAD / sizeof(u64)];
+	const struct tio_op *op;
+	int ret;
+
+	op = tio_op_lookup(cmd);
+	if (!op)
+		return -ENOTTY;
+	if (copy_from_user(buf, uptr, _IOC_SIZE(cmd)))
+		return -EFAULT;
+	ret = tio_dispatch(tf, op, buf);
+	if (ret >= 0 && (_IOC_DIR(cmd) & _IOC_READ) &&
+	    copy_to_user(uptr, buf, _IOC_SIZE(cmd)))
+		ret = -EFAULT;
+	return ret;
+}
+
+/**
+ * tio_cmd_poll() - run a wait command's handler without counting it
+ * @tf: the file
+ * @cmd: TIO_IOC_FENCE_WAIT or TIO_IOC_BUF_WAIT
+ * @data: kernel copy of the payload, its timeout set to 0 (poll)
+ *
+ * The first half of an io_uring wait, which tio_cmd_account() counts once
+ * it completes, inline or parked.
+ *
+ * Return: the handler's result, -ENOTTY for an unknown command.
+ */
+int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data)
+{
+	const struct tio_op *op = tio_op_lookup(cmd);
+	int ret;
+
+	if (!op)
+		return -ENOTTY;
+	trace_tio_cmd_enter(tf, _IOC_NR(cmd));
+	ret = op->fn(tf, data);
+	trace_tio_cmd_exit(tf, _IOC_NR(cmd), ret);
+	return ret;
 }
 
 /**
@@ -96,25 +313,80 @@ static const struct tio_op *tio_op_lookup(unsigned int cmd)
  * @cmd: a TIO_IOC_* number
  * @arg: user pointer to the command's payload
  *
- * Return: the handler's result; -ENOTTY for an unknown command, -EFAULT
- * when the payload cannot be copied.
+ * Return: as tio_cmd_user().
  */
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	struct tio_file *tf = file->private_data;
-	void __user *uptr = (void __user *)arg;
-	const struct tio_op *op;
-	u64 buf[TIO_CMD_PAYLOAD / sizeof(u64)];
-	int ret;
+	return tio_cmd_user(file->private_data, cmd, (void __user *)arg);
+}
 
-	op = tio_op_lookup(cmd);
+/**
+ * tio_cmd_account() - count a command that completed outside tio_dispatch()
+ * @cmd: its TIO_IOC_* number
+ * @ret: its result
+ * @ns: time spent in the kernel for it, 0 when not measured
+ *
+ * Used for io_uring waits that parked and completed later.
+ */
+void tio_cmd_account(unsigned int cmd, int ret, u64 ns)
+{
+	const struct tio_op *op = tio_op_lookup(cmd);
+	unsigned int nr;
+
 	if (!op)
-		return -ENOTTY;
-	if (copy_from_user(buf, uptr, _IOC_SIZE(cmd)))
-		return -EFAULT;
-	ret = op->fn(tf, buf);
-	if (!ret && (_IOC_DIR(cmd) & _IOC_READ) &&
-	    copy_to_user(uptr, buf, _IOC_SIZE(cmd)))
-		ret = -EFAULT;
-	return ret;
+		return;
+	nr = _IOC_NR(op->cmd);
+	this_cpu_inc(tio_stats.op[nr].calls);
+	if (ret < 0)
+		this_cpu_inc(tio_stats.op[nr].errors);
+	if (ns)
+		this_cpu_add(tio_stats.op[nr].ns, ns);
+}
+
+/**
+ * tio_cmd_stats_show() - print the per-command counters, summed over CPUs
+ * @m: the seq_file of debugfs tensorio/commands
+ * @unused: seq_file private data
+ *
+ * Return: 0.
+ */
+int tio_cmd_stats_show(struct seq_file *m, void *unused)
+{
+	unsigned int nr;
+	int cpu;
+
+	seq_printf(m, "%-18s %12s %10s %16s %12s\n",
+		   "command", "calls", "errors", "total_ns", "max_ns");
+	for (nr = 0; nr < TIO_NR_OPS; nr++) {
+		struct tio_cmd_stat sum = { 0 };
+
+		if (!tio_ops[nr].fn)
+			continue;
+		for_each_possible_cpu(cpu) {
+			const struct tio_cmd_stat *st =
+				&per_cpu_ptr(&tio_stats, cpu)->op[nr];
+
+			sum.calls += READ_ONCE(st->calls);
+			sum.errors += READ_ONCE(st->errors);
+			sum.ns += READ_ONCE(st->ns);
+			sum.max_ns = max(sum.max_ns, READ_ONCE(st->max_ns));
+		}
+		seq_printf(m, "%-18s %12llu %10llu %16llu %12llu\n",
+			   tio_ops[nr].name, sum.calls, sum.errors, sum.ns,
+			   sum.max_ns);
+	}
+	return 0;
+}
+
+/**
+ * tio_cmd_stats_reset() - zero the per-command counters
+ *
+ * Racy against commands running now, which may keep a stale value.
+ */
+void tio_cmd_stats_reset(void)
+{
+	int cpu;
+
+	for_each_possible_cpu(cpu)
+		memset(per_cpu_ptr(&tio_stats, cpu), 0, sizeof(struct tio_cmd_stats));
 }

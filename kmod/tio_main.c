@@ -37,6 +37,8 @@ static int tio_open(struct inode *inode, struct file *file)
 	atomic64_set(&tf->pinned, 0);
 	tf->mm = current->mm;
 	mmgrab(tf->mm);
+	tio_uring_file_init(tf);
+	tio_debugfs_file_add(tf);
 	file->private_data = tf;
 	return nonseekable_open(inode, file);
 }
@@ -45,6 +47,8 @@ static int tio_release(struct inode *inode, struct file *file)
 {
 	struct tio_file *tf = file->private_data;
 
+	tio_debugfs_file_del(tf);
+	tio_uring_file_release(tf);
 	tio_obj_release_all(tf);
 	mmdrop(tf->mm);
 	kfree(tf);
@@ -93,6 +97,10 @@ static const struct file_operations tio_fops = {
 	.unlocked_ioctl = tio_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = tio_mmap,
+	.flush = tio_uring_flush,
+#ifdef CONFIG_IO_URING
+	.uring_cmd = tio_uring_cmd,
+#endif
 };
 
 static struct miscdevice tio_misc = {
@@ -108,20 +116,28 @@ static int __init tio_init(void)
 
 	if (!tio_max_pinned)
 		tio_max_pinned = (totalram_pages() << PAGE_SHIFT) / 2;
+	tio_debugfs_init();
 	ret = misc_register(&tio_misc);
 	if (ret)
-		return ret;
+		goto err_debugfs;
 	/* Imported dma-bufs are attached to and DMA-mapped for this device. */
 	tio_device = tio_misc.this_device;
 	ret = dma_coerce_mask_and_coherent(tio_device, DMA_BIT_MASK(64));
 	if (ret)
-		misc_deregister(&tio_misc);
+		goto err_misc;
+	return 0;
+
+err_misc:
+	misc_deregister(&tio_misc);
+err_debugfs:
+	tio_debugfs_exit();
 	return ret;
 }
 
 static void __exit tio_exit(void)
 {
 	misc_deregister(&tio_misc);
+	tio_debugfs_exit();
 	WARN_ON(atomic64_read(&tio_pinned_total));
 }
 

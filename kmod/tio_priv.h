@@ -13,8 +13,12 @@
 #define _TIO_PRIV_H
 
 #include <linux/atomic.h>
+#include <linux/fs.h>
+#include <linux/jump_label.h>
 #include <linux/kref.h>
+#include <linux/list.h>
 #include <linux/mm_types.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
 
@@ -62,11 +66,28 @@ struct tio_obj {
  * @objs: handle -> struct tio_obj *, allocating from 1
  * @mm: the opener's mm, for memlock accounting (reference via mmgrab)
  * @pinned: bytes this file has pinned
+ * @uring_lock: protects @parked (tio_uring.c); taken in process context
+ *		only (issue, task work, ->flush), never from a fence callback
+ * @parked: asynchronous waits parked by io_uring commands
+ * @nr_parked: entries on @parked
+ * @nr_waits: blocking waits running in a handler now
+ * @dbg_node: on the debugfs list of files (tio_debugfs.c)
+ * @dbg: this file's debugfs directory, or NULL
+ * @id: number of this open, for the debugfs directory name
+ * @pid: tgid of the opener
  */
 struct tio_file {
 	struct xarray objs;
 	struct mm_struct *mm;
 	atomic64_t pinned;
+	spinlock_t uring_lock;	/* protects @parked */
+	struct list_head parked;
+	atomic_t nr_parked;
+	atomic_t nr_waits;
+	struct list_head dbg_node;
+	struct dentry *dbg;
+	u32 id;
+	pid_t pid;
 };
 
 /* Module-wide limits and counters (tio_main.c). */
@@ -95,6 +116,7 @@ static inline u64 tio_obj_mmap_offset(const struct tio_obj *obj)
  */
 struct dma_fence;
 struct dma_resv;
+struct seq_file;
 struct tio_buffer;
 
 /* tio_buffer.c */
@@ -109,6 +131,26 @@ struct dma_fence *tio_stream_fence(struct tio_file *tf, u32 stream, u64 seqno);
 
 /* tio_ioctl.c */
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
+long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr);
+int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data);
+void tio_cmd_account(unsigned int cmd, int ret, u64 ns);
+int tio_cmd_stats_show(struct seq_file *m, void *unused);
+void tio_cmd_stats_reset(void);
+extern struct static_key_true tio_stats_timing;
+
+/* tio_uring.c */
+struct io_uring_cmd;
+int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags);
+int tio_uring_flush(struct file *file, fl_owner_t id);
+void tio_uring_file_init(struct tio_file *tf);
+void tio_uring_file_release(struct tio_file *tf);
+extern atomic_t tio_parked_total;
+
+/* tio_debugfs.c */
+void tio_debugfs_init(void);
+void tio_debugfs_exit(void);
+void tio_debugfs_file_add(struct tio_file *tf);
+void tio_debugfs_file_del(struct tio_file *tf);
 
 /* Command handlers: @data is the kernel copy of the payload. */
 int tio_cmd_buf_alloc(struct tio_file *tf, void *data);

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel API drift between the kernels tensorio builds against (6.1 on).
+ *
+ * Every TIO_HAVE_* symbol comes from a grep probe of the kernel headers in
+ * kmod/Kbuild, so this file follows what a kernel provides (distribution
+ * backports included) rather than its version number. Code elsewhere uses
+ * only the tio_* wrappers below.
+ */
+#ifndef _TIO_COMPAT_H
+#define _TIO_COMPAT_H
+
+#include <linux/dma-buf.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+
+/* <linux/io_uring/cmd.h> split out of <linux/io_uring.h> in 6.7. */
+#ifdef TIO_HAVE_IO_URING_CMD_H
+#include <linux/io_uring/cmd.h>
+#else
+#include <linux/io_uring.h>
+#endif
+
+/*
+ * The 16 bytes of sqe->cmd: 6.1 points io_uring_cmd.cmd at them, later
+ * kernels keep the SQE and provide io_uring_sqe_cmd().
+ */
+static inline const void *tio_uring_cmd_area(const struct io_uring_cmd *ioucmd)
+{
+#ifdef TIO_HAVE_IO_URING_SQE_CMD
+	return io_uring_sqe_cmd(ioucmd->sqe);
+#else
+	return ioucmd->cmd;
+#endif
+}
+
+/*
+ * io_uring_cmd_done() gained @issue_flags in 6.3 (backported to 6.1.y);
+ * @res2 became u64 in 6.7. @res2 reaches userspace only on CQE32 rings.
+ */
+static inline void tio_uring_cmd_done(struct io_uring_cmd *ioucmd, ssize_t ret,
+				      s64 res2, unsigned int issue_flags)
+{
+#ifdef TIO_HAVE_URING_CMD_DONE_FLAGS
+	io_uring_cmd_done(ioucmd, ret, res2, issue_flags);
+#else
+	io_uring_cmd_done(ioucmd, ret, res2);
+#endif
+}
+
+/*
+ * The task-work callback of io_uring_cmd_complete_in_task() takes the
+ * issue flags since 6.1; tensorio callbacks always have that shape.
+ */
+#ifdef TIO_HAVE_URING_TW_FLAGS
+#define TIO_URING_TW_CB(name)						\
+	static void name(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+#else
+#define TIO_URING_TW_CB(name)						\
+	static void name##_flags(struct io_uring_cmd *ioucmd,		\
+				 unsigned int issue_flags);		\
+	static void name(struct io_uring_cmd *ioucmd)			\
+	{								\
+		name##_flags(ioucmd, 0);				\
+	}								\
+	static void name##_flags(struct io_uring_cmd *ioucmd,		\
+				 unsigned int issue_flags)
+#endif
+
+/*
+ * Cancelable uring commands (6.7): io_uring calls ->uring_cmd again with
+ * IO_URING_F_CANCEL when the issuing task exits or the ring is torn down.
+ * Without it (6.1) only file close and task exit, through ->flush, cancel
+ * parked commands; see docs/uapi.md.
+ */
+#ifdef TIO_HAVE_URING_CMD_CANCELABLE
+#define TIO_URING_F_CANCEL	IO_URING_F_CANCEL
+static inline void tio_uring_cmd_mark_cancelable(struct io_uring_cmd *ioucmd,
+						 unsigned int issue_flags)
+{
+	io_uring_cmd_mark_cancelable(ioucmd, issue_flags);
+}
+#else
+#define TIO_URING_F_CANCEL	0U
+static inline void tio_uring_cmd_mark_cancelable(struct io_uring_cmd *ioucmd,
+						 unsigned int issue_flags)
+{
+}
+#endif
+
+/* vm_flags became read-only behind vm_flags_set() in 6.3. */
+#ifndef TIO_HAVE_VM_FLAGS_SET
+static inline void tio_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+
+static inline void tio_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags &= ~flags;
+}
+#else
+static inline void tio_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vm_flags_set(vma, flags);
+}
+
+static inline void tio_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vm_flags_clear(vma, flags);
+}
+#endif
+
+/*
+ * Buffers (tio_buffer.c, tio_dmabuf.c). dma_buf_vmap() wants the dma_resv
+ * lock held since 6.2, which added dma_buf_vmap_unlocked(); 6.1's takes
+ * its own lock.
+ */
+static inline int tio_dma_buf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
+{
+#ifdef TIO_HAVE_DMA_BUF_VMAP_UNLOCKED
+	return dma_buf_vmap_unlocked(dmabuf, map);
+#else
+	return dma_buf_vmap(dmabuf, map);
+#endif
+}
+
+static inline void tio_dma_buf_vunmap(struct dma_buf *dmabuf, struct iosys_map *map)
+{
+#ifdef TIO_HAVE_DMA_BUF_VMAP_UNLOCKED
+	dma_buf_vunmap_unlocked(dmabuf, map);
+#else
+	dma_buf_vunmap(dmabuf, map);
+#endif
+}
+
+/*
+ * A reference on a file that is known not to be freed yet but whose count
+ * may have dropped to zero: get_file_active() since 6.7, get_file_rcu()
+ * (then a plain inc-not-zero) before. Return: true when referenced.
+ */
+static inline bool tio_file_get_live(struct file *file)
+{
+#ifdef TIO_HAVE_GET_FILE_ACTIVE
+	return get_file_active(&file);
+#else
+	return get_file_rcu(file);
+#endif
+}
+
+#endif /* _TIO_COMPAT_H */
