@@ -73,5 +73,19 @@ for kver in ${TIO_CHECK_KERNELS:-$(scripts/kernels.sh)}; do
 		-m "build/kmod/$kver/kmod/tensorio.ko" -b build/kselftest -t 600
 done
 
+# The debug kernel (KASAN, lockdep, kmemleak, fault injection), built once
+# and cached; TIO_CHECK_DEBUG=0 leaves it out.
+if [ "${TIO_CHECK_DEBUG:-1}" = 1 ]; then
+	dbg=$(tests/vm/build-debug-kernel.sh) || dbg=
+	if [ -z "$dbg" ]; then
+		step debug-kernel tap "debug kernel builds" false
+	else
+		step "kmod-$dbg" tap "module builds on $dbg with W=1, no warnings" \
+			nowarn scripts/kmod.sh "$dbg" W=1
+		step "vm-$dbg" tests/vm/run.sh -k "$dbg" \
+			-m "build/kmod/$dbg/kmod/tensorio.ko" -b build/kselftest -t 900
+	fi
+fi
+
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]

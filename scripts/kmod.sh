@@ -9,8 +9,11 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 kver=$1
 shift
+cache=${TIO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tensorio}
 kdir=/usr/src/linux-headers-$kver
 [ -d "/lib/modules/$kver/build" ] && kdir=/lib/modules/$kver/build
+# Kernels built by the project (the debug kernel) live in the deps cache.
+[ -d "$kdir" ] || kdir=$cache/kernels/$kver/lib/modules/$kver/build
 out=$top/build/kmod/$kver
 mkdir -p "$out"
 # Refresh the links (sources may have come or gone since the last build).
