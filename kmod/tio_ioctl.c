@@ -41,7 +41,7 @@ static int tio_cmd_info(struct tio_file *tf, void *data)
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	info->version = TIO_UAPI_VERSION;
-	info->features = 0;
+	info->features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER | TIO_FEAT_DMABUF;
 	info->features |= TIO_FEAT_SUBMIT;
 	if (IS_ENABLED(CONFIG_IO_URING))
 		info->features |= TIO_FEAT_URING_CMD | TIO_FEAT_ASYNC_WAIT;
