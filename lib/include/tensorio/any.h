@@ -281,7 +281,8 @@ TIO_API int tio_any_type_error(const tio_any_t *a, const char *what);
 
 /*
  * Conversions. Each returns 0 with *out set, or -1 with a TypeError raised
- * when the value is of another kind. Results are views of @a.
+ * (and *out zeroed) when the value is of another kind. Results are views
+ * of @a.
  */
 
 /** tio_any_to_int() - Int or Bool as an int64 */
@@ -291,6 +292,7 @@ static inline int tio_any_to_int(const tio_any_t *a, int64_t *out)
 		*out = a->v_int64;
 		return 0;
 	}
+	*out = 0;
 	return tio_any_type_error(a, "int");
 }
 
@@ -301,6 +303,7 @@ static inline int tio_any_to_bool(const tio_any_t *a, int *out)
 		*out = a->v_int64 != 0;
 		return 0;
 	}
+	*out = 0;
 	return tio_any_type_error(a, "bool");
 }
 
@@ -315,6 +318,7 @@ static inline int tio_any_to_float(const tio_any_t *a, double *out)
 		*out = (double)a->v_int64;
 		return 0;
 	}
+	*out = 0;
 	return tio_any_type_error(a, "float");
 }
 
@@ -325,6 +329,7 @@ static inline int tio_any_to_ptr(const tio_any_t *a, void **out)
 		*out = a->type_index == TIO_TYPE_NONE ? NULL : a->v_ptr;
 		return 0;
 	}
+	*out = NULL;
 	return tio_any_type_error(a, "opaque pointer");
 }
 
@@ -335,6 +340,9 @@ static inline int tio_any_to_dtype(const tio_any_t *a, DLDataType *out)
 		*out = a->v_dtype;
 		return 0;
 	}
+	out->code = 0;
+	out->bits = 0;
+	out->lanes = 0;
 	return tio_any_type_error(a, "dtype");
 }
 
@@ -345,6 +353,8 @@ static inline int tio_any_to_device(const tio_any_t *a, DLDevice *out)
 		*out = a->v_device;
 		return 0;
 	}
+	out->device_type = (DLDeviceType)0;
+	out->device_id = 0;
 	return tio_any_type_error(a, "device");
 }
 
@@ -362,6 +372,7 @@ static inline int tio_any_to_dltensor(const tio_any_t *a, DLTensor **out)
 		*out = (DLTensor *)((char *)a->v_obj + sizeof(tio_object_t));
 		return 0;
 	}
+	*out = NULL;
 	return tio_any_type_error(a, "tensor");
 }
 

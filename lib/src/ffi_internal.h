@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Internal helpers shared by the FFI sources.
+ */
+#ifndef TIO_FFI_INTERNAL_H
+#define TIO_FFI_INTERNAL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tensorio/ffi.h>
+
+#define TIO_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TIO_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TIO_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/*
+ * The live-object counter: one slot per thread (no atomic read-modify-write
+ * on the hot path), summed on demand. See object.c.
+ */
+struct tio_live_slot {
+	int64_t count;
+	int registered;
+	struct tio_live_slot *prev, *next;
+};
+
+extern TIO_TLS struct tio_live_slot tio__live;
+void tio__live_register(void);
+
+static inline void tio__live_add(int64_t d)
+{
+	if (TIO_UNLIKELY(!tio__live.registered))
+		tio__live_register();
+	__atomic_store_n(&tio__live.count, tio__live.count + d, __ATOMIC_RELAXED);
+}
+
+/* Allocate an object of @size bytes (not zeroed), header initialised. */
+static inline void *tio__obj_new(size_t size, int32_t type_index,
+				 void (*deleter)(void *self, int flags))
+{
+	tio_object_t *o = (tio_object_t *)malloc(size);
+
+	if (TIO_UNLIKELY(!o))
+		return NULL;
+	tio_object_init(o, type_index, deleter);
+	tio__live_add(1);
+	return o;
+}
+
+static inline void tio__obj_free(void *o)
+{
+	tio__live_add(-1);
+	free(o);
+}
+
+/* Raise a MemoryError (preallocated-free path; never fails). */
+int tio__oom(void);
+
+/* Hash of a byte string (64-bit, word at a time). */
+static inline uint64_t tio__hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)p;
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull);
+	uint64_t w;
+
+	while (n >= 8) {
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+		h ^= h >> 29;
+		s += 8;
+		n -= 8;
+	}
+	if (n) {
+		w = 0;
+		memcpy(&w, s, n);
+		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
+	}
+	h ^= h >> 32;
+	h *= 0x94d049bb133111ebull;
+	h ^= h >> 29;
+	return h;
+}
+
+/* Array of strings from a list of C strings (sorted by the caller). */
+int tio__str_array(char **names, size_t n, tio_any_t *out);
+
+/* The global-function lookup cache of the calling thread. */
+void tio__func_cache_flush(void);
+
+/* A process-lifetime Function (not counted as live). */
+int tio__func_new_permanent(tio_safe_call_t call, void *self, tio_object_t **out);
+
+/* A Function whose call gets self NULL and which keeps @owner alive. */
+int tio__func_new_owned(tio_safe_call_t call, tio_object_t *owner, tio_object_t **out);
+
+
+#endif /* TIO_FFI_INTERNAL_H */
