@@ -266,22 +266,30 @@ out_buf:
 	return ret;
 }
 
-/* The first error among @resv's signalled fences of @usage, or 0. */
-static int tio_resv_status(struct dma_resv *resv, enum dma_resv_usage usage)
+/*
+ * The first error among the fences of @usage still in @resv, signalled
+ * ones included (the unlocked iterator skips those), or 0. Return: that,
+ * or -ERESTARTSYS from taking the lock.
+ */
+static int tio_resv_status(struct dma_resv *resv, enum dma_resv_usage usage,
+			   int *status)
 {
 	struct dma_resv_iter cursor;
 	struct dma_fence *fence;
-	int status = 0;
+	int ret;
 
-	dma_resv_iter_begin(&cursor, resv, usage);
-	dma_resv_for_each_fence_unlocked(&cursor, fence) {
-		if (dma_resv_iter_is_restarted(&cursor))
-			status = 0;
-		if (!status && fence->error < 0)
-			status = fence->error;
+	ret = dma_resv_lock_interruptible(resv, NULL);
+	if (ret)
+		return ret;
+	*status = 0;
+	dma_resv_for_each_fence(&cursor, resv, usage, fence) {
+		if (fence->error < 0) {
+			*status = fence->error;
+			break;
+		}
 	}
-	dma_resv_iter_end(&cursor);
-	return status;
+	dma_resv_unlock(resv);
+	return 0;
 }
 
 int tio_cmd_buf_wait(struct tio_file *tf, void *data)
@@ -307,12 +315,10 @@ int tio_cmd_buf_wait(struct tio_file *tf, void *data)
 		ret = dma_resv_test_signaled(resv, usage) ? 1 : 0;
 	else
 		ret = dma_resv_wait_timeout(resv, usage, true, timeout);
-	if (ret > 0) {
-		args->status = tio_resv_status(resv, usage);
-		ret = 0;
-	} else if (!ret) {
+	if (ret > 0)
+		ret = tio_resv_status(resv, usage, &args->status);
+	else if (!ret)
 		ret = -ETIME;
-	}
 	tio_buffer_put(buf);
 	return ret;
 }

@@ -43,6 +43,7 @@ static int tio_cmd_info(struct tio_file *tf, void *data)
 	info->version = TIO_UAPI_VERSION;
 	info->features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER | TIO_FEAT_DMABUF;
 	info->features |= TIO_FEAT_SUBMIT;
+	info->features |= TIO_FEAT_STREAMS | TIO_FEAT_SYNC_FILE | TIO_FEAT_DMA_RESV;
 	if (IS_ENABLED(CONFIG_IO_URING))
 		info->features |= TIO_FEAT_URING_CMD | TIO_FEAT_ASYNC_WAIT;
 	info->max_buf_size = READ_ONCE(tio_max_buf_size);
