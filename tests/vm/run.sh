@@ -87,7 +87,9 @@ fi
 (cd "$ird" && find . | cpio -o -H newc --quiet) >"$work/initrd"
 
 accel=(-accel tcg -cpu max)
-[ "$icount" = 1 ] && accel=(-accel tcg,thread=single -cpu max -icount shift=0)
+smp=2
+# icount runs one vCPU: with two, secondary CPU bring-up stalls for minutes.
+[ "$icount" = 1 ] && accel=(-accel tcg,thread=single -cpu max -icount shift=0) && smp=1
 if [ "$icount" = 0 ] && [ "${TIO_VM_ACCEL:-auto}" != tcg ] && \
    "$here/kvm-probe.sh" "$kimg"; then
 	accel=(-accel kvm -cpu host)
@@ -96,8 +98,9 @@ fi
 append="console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init"
 append+=" tio.icount=$icount"
 echo "# vm: kernel $kver (${accel[*]})"
+: >"$work/console"	# exists before tail opens it
 timeout --foreground -k 5 "$tmo" qemu-system-x86_64 "${accel[@]}" \
-	-m 1G -smp 2 -nodefaults -nographic -no-reboot -serial stdio \
+	-m 1G -smp "$smp" -nodefaults -nographic -no-reboot -serial stdio \
 	-kernel "$kimg" -initrd "$work/initrd" -append "$append" \
 	</dev/null >"$work/console" 2>&1 &
 qpid=$!
