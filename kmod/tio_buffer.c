@@ -222,6 +222,13 @@ static int tio_buffer_set_desc_from_user(struct tio_buffer *buf, u64 uptr)
 	return 0;
 }
 
+/**
+ * tio_cmd_buf_alloc() - TIO_IOC_BUF_ALLOC: a buffer of zeroed kernel pages
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_buf_alloc payload
+ *
+ * Return: 0 or a negative errno (see docs/uapi.md).
+ */
 int tio_cmd_buf_alloc(struct tio_file *tf, void *data)
 {
 	struct tio_buf_alloc *args = data;
@@ -270,6 +277,13 @@ err_put:
 	return ret;
 }
 
+/**
+ * tio_cmd_buf_pin_user() - TIO_IOC_BUF_PIN_USER: pin a page-aligned user range
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_buf_pin payload
+ *
+ * Return: 0 or a negative errno; on error nothing stays pinned or charged.
+ */
 int tio_cmd_buf_pin_user(struct tio_file *tf, void *data)
 {
 	struct tio_buf_pin *args = data;
@@ -330,6 +344,13 @@ err_put:
 	return ret;
 }
 
+/**
+ * tio_cmd_buf_free() - TIO_IOC_BUF_FREE: drop a buffer's handle
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_handle_op payload
+ *
+ * Return: 0, -EINVAL or -ENOENT.
+ */
 int tio_cmd_buf_free(struct tio_file *tf, void *data)
 {
 	struct tio_handle_op *args = data;
@@ -344,6 +365,13 @@ int tio_cmd_buf_free(struct tio_file *tf, void *data)
 	return 0;
 }
 
+/**
+ * tio_cmd_buf_info() - TIO_IOC_BUF_INFO: describe a buffer
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_buf_info payload
+ *
+ * Return: 0, -EINVAL, -ENOENT or -EFAULT.
+ */
 int tio_cmd_buf_info(struct tio_file *tf, void *data)
 {
 	struct tio_buf_info *args = data;
@@ -378,6 +406,13 @@ int tio_cmd_buf_info(struct tio_file *tf, void *data)
 	return ret;
 }
 
+/**
+ * tio_cmd_buf_set_desc() - TIO_IOC_BUF_SET_DESC: set or clear the tensor descriptor
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_buf_desc payload
+ *
+ * Return: 0 or a negative errno; on error the old descriptor stays.
+ */
 int tio_cmd_buf_set_desc(struct tio_file *tf, void *data)
 {
 	struct tio_buf_desc *args = data;
@@ -409,6 +444,13 @@ out:
 	return ret;
 }
 
+/**
+ * tio_cmd_buf_export() - TIO_IOC_BUF_EXPORT: a new fd of the buffer's dma-buf
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_buf_export payload
+ *
+ * Return: 0 or a negative errno.
+ */
 int tio_cmd_buf_export(struct tio_file *tf, void *data)
 {
 	struct tio_buf_export *args = data;
@@ -429,6 +471,13 @@ int tio_cmd_buf_export(struct tio_file *tf, void *data)
 	return 0;
 }
 
+/**
+ * tio_cmd_buf_import() - TIO_IOC_BUF_IMPORT: a buffer for anyone's dma-buf
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_buf_import payload
+ *
+ * Return: 0 or a negative errno.
+ */
 int tio_cmd_buf_import(struct tio_file *tf, void *data)
 {
 	struct tio_buf_import *args = data;
