@@ -184,6 +184,22 @@ done:
 	return 0;
 }
 
+int tio_func_register_global(const char *name, tio_safe_call_t call, void *self,
+			     int allow_override)
+{
+	tio_object_t *f;
+	int r;
+
+	if (!call)
+		return tio_error_raise("ValueError", "NULL callback for '%s'", name ? name : "");
+	if (tio__func_new_permanent(call, self, &f))
+		return -1;
+	r = tio_func_set_global(name, f, allow_override);
+	if (r)
+		free(f);	/* never shared */
+	return r;
+}
+
 int tio_func_remove_global(const char *name)
 {
 	size_t len;

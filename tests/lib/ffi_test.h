@@ -7,11 +7,25 @@
 
 #include <tensorio/ffi.h>
 
+/*
+ * Objects alive when the test program started (registered by library
+ * constructors); 0 when everything registered at load time is permanent.
+ */
+static int64_t ffi_test_baseline;
+
+__attribute__((constructor)) static void ffi_test_baseline_init(void)
+{
+	ffi_test_baseline = tio_debug_live_objects();
+}
+
 /* Every test ends with nothing leaked and no error left raised. */
 #define ASSERT_NO_LEAKS() do {						\
 	tio_error_clear();						\
-	ASSERT_EQ(0, tio_debug_live_objects());				\
+	ASSERT_EQ(ffi_test_baseline, tio_debug_live_objects());		\
 } while (0)
+
+/* Objects alive now, beyond the baseline. */
+#define LIVE() (tio_debug_live_objects() - ffi_test_baseline)
 
 /* The raised error's kind, message; the error is then cleared. */
 #define ASSERT_RAISED(kind, msg_part) do {				\

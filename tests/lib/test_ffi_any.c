@@ -129,7 +129,7 @@ TEST(small_strings_inline)
 	EXPECT_EQ(7, n);
 	EXPECT_STREQ("1234567", p);
 	EXPECT_EQ((const char *)s.v_bytes, p);
-	EXPECT_EQ(0, tio_debug_live_objects());
+	EXPECT_EQ(0, LIVE());
 	tio_any_release(&s);
 	ASSERT_EQ(0, tio_str_new("", 0, &s));
 	EXPECT_EQ(TIO_TYPE_SMALL_STR, s.type_index);
@@ -151,7 +151,7 @@ TEST(heap_strings_and_bytes)
 
 	ASSERT_EQ(0, tio_str_from_cstr(text, &s));
 	EXPECT_EQ(TIO_TYPE_STR, s.type_index);
-	EXPECT_EQ(1, tio_debug_live_objects());
+	EXPECT_EQ(1, LIVE());
 	EXPECT_EQ(1, tio_object_strong_count(s.v_obj));
 	ASSERT_EQ(0, tio_any_to_str(&s, &p, &n));
 	EXPECT_EQ(strlen(text), n);

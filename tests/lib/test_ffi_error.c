@@ -26,7 +26,7 @@ TEST(create_error_object)
 	/* The TVM FFI cell: kind/message/backtrace byte arrays. */
 	EXPECT_EQ(7, ((tio_error_obj_t *)e2)->cell.message.size);
 	tio_object_decref(e);
-	EXPECT_EQ(2, tio_debug_live_objects());
+	EXPECT_EQ(2, LIVE());
 	tio_object_decref(e2);
 	EXPECT_EQ(-1, tio_error_new(NULL, "x", NULL, NULL, &e));
 	ASSERT_NO_LEAKS();
@@ -59,7 +59,7 @@ TEST(raise_and_move)
 	EXPECT_STREQ("no key 'k' (3)", tio_error_message(e));
 	/* A second raise replaces (and releases) the first. */
 	tio_error_raise("IndexError", "second");
-	EXPECT_EQ(1, tio_debug_live_objects());
+	EXPECT_EQ(1, LIVE());
 	e = tio_error_move_from_raised();
 	ASSERT_NE(NULL, e);
 	EXPECT_STREQ("IndexError", tio_error_kind(e));

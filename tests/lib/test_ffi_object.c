@@ -76,11 +76,11 @@ TEST(custom_objects_and_live_count)
 	ASSERT_NE(NULL, o);
 	EXPECT_EQ(t, o->type_index);
 	EXPECT_EQ(0, ((char *)o)[63]);
-	EXPECT_EQ(1, tio_debug_live_objects());
+	EXPECT_EQ(1, LIVE());
 	tio_object_weak_incref(o);
 	tio_object_decref(o);
 	EXPECT_EQ(1, finalized);
-	EXPECT_EQ(1, tio_debug_live_objects());	/* memory still held */
+	EXPECT_EQ(1, LIVE());	/* memory still held */
 	tio_object_weak_decref(o);
 	EXPECT_EQ(1, finalized);
 	ASSERT_NO_LEAKS();
@@ -133,7 +133,7 @@ TEST(refcounts_are_atomic_across_threads)
 		ASSERT_EQ(0, pthread_join(th[i], (void **)&r[i]));
 	EXPECT_EQ(TIO_REFCOUNT_INIT, o->combined_ref_count);
 	EXPECT_EQ(0, finalized);
-	EXPECT_EQ(1 + NTHREADS, tio_debug_live_objects());
+	EXPECT_EQ(1 + NTHREADS, LIVE());
 	for (i = 0; i < NTHREADS; i++) {
 		ASSERT_NE(NULL, r[i]);
 		tio_object_decref(r[i]);

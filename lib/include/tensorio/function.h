@@ -104,6 +104,24 @@ TIO_API int tio_func_set_global(const char *name, tio_object_t *func,
 				int allow_override);
 
 /**
+ * tio_func_register_global() - register a C callback as a global function
+ * that lives as long as the process
+ * @name: the name
+ * @call: the callback
+ * @self: its context (never released)
+ * @allow_override: replace an existing registration instead of failing
+ *
+ * For code that registers its functions once, at load time (library
+ * constructors, drivers): the Function is not counted by
+ * tio_debug_live_objects() and is never freed, even when later removed
+ * or overridden.
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+TIO_API int tio_func_register_global(const char *name, tio_safe_call_t call, void *self,
+				     int allow_override);
+
+/**
  * tio_func_get_global() - look a global function up by name
  * @name: the name
  * @out: the Function (a new reference, owned by the caller), or NULL when
