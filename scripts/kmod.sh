@@ -16,6 +16,9 @@ kdir=/usr/src/linux-headers-$kver
 [ -d "$kdir" ] || kdir=$cache/kernels/$kver/lib/modules/$kver/build
 out=$top/build/kmod/$kver
 mkdir -p "$out"
+# One build per tree at a time: concurrent runs would relink each other's.
+exec 9>"$out.lock"
+flock 9
 # Refresh the links (sources may have come or gone since the last build).
 find "$out" -type l -delete
 mkdir -p "$out/kmod" "$out/uapi/linux"
