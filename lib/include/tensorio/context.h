@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The per-process device context and its backend.
+ *
+ * The context is created on first use (thread-safe). Its backend is
+ * "kernel" when /dev/tensorio opens and reports buffers and streams, else
+ * "user", a userspace emulation with the same semantics (memfd + mlock
+ * buffers, futex timelines). TIO_BACKEND=kernel|user in the environment
+ * forces one; when the forced one cannot be used, every call fails with an
+ * error that says why.
+ *
+ * Every function of the device API returns 0 (or a documented value) on
+ * success and -1 with an error raised in the calling thread on failure
+ * (tensorio/error.h); tio_errno() gives the errno behind that error.
+ */
+#ifndef TENSORIO_CONTEXT_H
+#define TENSORIO_CONTEXT_H
+
+#include <stdint.h>
+
+#include <linux/tensorio.h>
+
+#include <tensorio/dlpack.h>
+#include <tensorio/visibility.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A device is a DLPack DLDevice. */
+typedef DLDevice tio_device_t;
+
+/* Backends. */
+#define TIO_BACKEND_KERNEL 1
+#define TIO_BACKEND_USER 2
+
+/**
+ * tio_init() - create the process' context now (otherwise done on first use)
+ *
+ * Return: 0, or -1 with an error raised (e.g. a forced backend unusable).
+ */
+TIO_API int tio_init(void);
+
+/**
+ * tio_backend() - the context's backend
+ *
+ * Return: TIO_BACKEND_KERNEL or TIO_BACKEND_USER, or -1 with an error raised.
+ */
+TIO_API int tio_backend(void);
+
+/**
+ * tio_backend_name() - the context's backend as text
+ *
+ * Return: "kernel", "user", or NULL with an error raised.
+ */
+TIO_API const char *tio_backend_name(void);
+
+/**
+ * tio_driver_info() - the driver's version, features and limits
+ * @out: filled in (the user backend reports what it emulates)
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+TIO_API int tio_driver_info(struct tio_info *out);
+
+/**
+ * tio_shutdown() - close the context and its backend
+ *
+ * The next call of the API creates a new context (the environment is read
+ * again). Fails while buffers or streams are alive.
+ *
+ * Return: 0, or -1 with an error raised (EBUSY).
+ */
+TIO_API int tio_shutdown(void);
+
+/**
+ * tio_errno() - the errno of the last device error raised in this thread
+ *
+ * Return: a positive errno (EINVAL, ENOENT, ...), or 0 when the last
+ * device call in this thread succeeded.
+ */
+TIO_API int tio_errno(void);
+
+/**
+ * tio_debug_live_handles() - buffers and streams alive in the context
+ *
+ * Return: their number (0 when no context exists).
+ */
+TIO_API int64_t tio_debug_live_handles(void);
+
+/**
+ * tio_device_register_globals() - register the tio.* global functions
+ * (tio.buffer.alloc, tio.stream.signal, ...) in the FFI registry
+ *
+ * Done on the first use of the device API; a program that drives the
+ * device through the FFI alone calls this (or tio_init()) once first.
+ *
+ * Return: 0.
+ */
+TIO_API int tio_device_register_globals(void);
+
+/** tio_device_cpu() - the CPU device, where tensorio buffers live */
+static inline tio_device_t tio_device_cpu(void)
+{
+	tio_device_t d;
+
+	d.device_type = kDLCPU;
+	d.device_id = 0;
+	return d;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TENSORIO_CONTEXT_H */
