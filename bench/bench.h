@@ -189,6 +189,8 @@ int bench_fail(struct bench_run *run, int err, const char *fmt, ...)
 
 /* Keeps the compiler from discarding a value or assuming memory unchanged. */
 #define bench_keep(v)	__asm__ __volatile__("" : : "g"(v) : "memory")
+/* Hides where a value came from (an indirect call stays indirect). */
+#define bench_launder(v) __asm__ __volatile__("" : "+r"(v))
 #define bench_clobber()	__asm__ __volatile__("" : : : "memory")
 
 #define BENCH_CONCAT_(a, b) a##b

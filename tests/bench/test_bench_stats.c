@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The benchmark harness's own arithmetic: statistics of known samples, and
+ * the baseline policy (> 5 % slower warns, > 10 % slower fails) through a
+ * saved JSON baseline read back with json-c.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#include "kselftest_harness.h"
+
+#define NEAR(a, b)	(fabs((a) - (b)) < 1e-9)
+
+TEST(stats_odd_count)
+{
+	double v[] = { 5, 1, 4, 2, 3 };
+	struct bench_stats st;
+
+	bench_stats_compute(v, 5, &st);
+	EXPECT_EQ(5, st.n);
+	EXPECT_TRUE(NEAR(st.min, 1));
+	EXPECT_TRUE(NEAR(st.max, 5));
+	EXPECT_TRUE(NEAR(st.median, 3));
+	EXPECT_TRUE(NEAR(st.mean, 3));
+	/* sample std of 1..5: sqrt(10 / 4) */
+	EXPECT_TRUE(NEAR(st.std, sqrt(2.5)));
+	/* rank 0.99 * 4 = 3.96: 4 + 0.96 * (5 - 4) */
+	EXPECT_TRUE(NEAR(st.p99, 4.96));
+	/* sorted in place */
+	EXPECT_TRUE(NEAR(v[0], 1) && NEAR(v[4], 5));
+}
+
+TEST(stats_even_count_median_is_mean_of_middle)
+{
+	double v[] = { 10, 40, 20, 30 };
+	struct bench_stats st;
+
+	bench_stats_compute(v, 4, &st);
+	EXPECT_TRUE(NEAR(st.median, 25));
+	EXPECT_TRUE(NEAR(st.mean, 25));
+}
+
+TEST(stats_p99_of_1_to_100)
+{
+	double v[100];
+	struct bench_stats st;
+	int i;
+
+	for (i = 0; i < 100; i++)
+		v[99 - i] = i + 1;
+	bench_stats_compute(v, 100, &st);
+	/* rank 0.99 * 99 = 98.01: 99 + 0.01 */
+	EXPECT_TRUE(NEAR(st.p99, 99.01));
+	EXPECT_TRUE(NEAR(st.median, 50.5));
+	EXPECT_TRUE(NEAR(bench_percentile(v, 100, 0), 1));
+	EXPECT_TRUE(NEAR(bench_percentile(v, 100, 100), 100));
+}
+
+TEST(stats_one_and_zero_samples)
+{
+	double v[] = { 7 };
+	struct bench_stats st;
+
+	bench_stats_compute(v, 1, &st);
+	EXPECT_TRUE(NEAR(st.min, 7) && NEAR(st.median, 7) && NEAR(st.p99, 7));
+	EXPECT_TRUE(NEAR(st.std, 0));
+	bench_stats_compute(NULL, 0, &st);
+	EXPECT_EQ(0, st.n);
+	EXPECT_TRUE(NEAR(st.median, 0));
+}
+
+TEST(verdict_thresholds)
+{
+	double pct;
+
+	EXPECT_EQ(BENCH_FAIL, bench_verdict_of(100, 112, &pct));
+	EXPECT_TRUE(NEAR(pct, 12));
+	EXPECT_EQ(BENCH_SAME, bench_verdict_of(100, 104, &pct));
+	EXPECT_EQ(BENCH_WARN, bench_verdict_of(100, 107, &pct));
+	EXPECT_EQ(BENCH_WARN, bench_verdict_of(100, 110, &pct));
+	EXPECT_EQ(BENCH_SAME, bench_verdict_of(100, 105, &pct));
+	/* faster is never a regression */
+	EXPECT_EQ(BENCH_SAME, bench_verdict_of(100, 50, &pct));
+	EXPECT_EQ(BENCH_NEW, bench_verdict_of(0, 50, &pct));
+}
+
+static void fake(struct bench_result *r, const char *name, double median,
+		 double *sample)
+{
+	memset(r, 0, sizeof(*r));
+	r->suite = "overhead";
+	r->name = (char *)name;
+	r->status = BENCH_OK;
+	r->unit = BENCH_INSN;
+	r->iters = 1;
+	r->ops_per_iter = 1;
+	r->st = (struct bench_stats){ .n = 1, .min = median, .median = median,
+				       .mean = median, .p99 = median,
+				       .max = median };
+	*sample = median;
+	r->samples = sample;
+}
+
+FIXTURE(baseline)
+{
+	char path[64];
+	struct bench_header h;
+	struct bench_result base[2];
+	double s[2];
+};
+
+FIXTURE_SETUP(baseline)
+{
+	int fd;
+
+	strcpy(self->path, "/tmp/tio-bench-test-XXXXXX.json");
+	fd = mkstemps(self->path, 5);
+	ASSERT_LE(0, fd);
+	close(fd);
+	memset(&self->h, 0, sizeof(self->h));
+	fake(&self->base[0], "info/ioctl", 1000, &self->s[0]);
+	fake(&self->base[1], "info/uring/b64", 400, &self->s[1]);
+	ASSERT_EQ(0, bench_write_json(self->path, &self->h, self->base, 2));
+}
+
+FIXTURE_TEARDOWN(baseline)
+{
+	unlink(self->path);
+}
+
+TEST_F(baseline, regression_of_12_percent_fails)
+{
+	struct bench_result cur[2];
+	double s[2];
+
+	fake(&cur[0], "info/ioctl", 1120, &s[0]);
+	fake(&cur[1], "info/uring/b64", 400, &s[1]);
+	EXPECT_EQ(BENCH_FAIL, bench_baseline_compare(self->path, cur, 2, NULL));
+}
+
+TEST_F(baseline, regression_of_4_percent_passes)
+{
+	struct bench_result cur[2];
+	double s[2];
+
+	fake(&cur[0], "info/ioctl", 1040, &s[0]);
+	fake(&cur[1], "info/uring/b64", 416, &s[1]);
+	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 2, NULL));
+}
+
+TEST_F(baseline, regression_of_7_percent_warns)
+{
+	struct bench_result cur[1];
+	double s[1];
+
+	fake(&cur[0], "info/uring/b64", 428, &s[0]);
+	EXPECT_EQ(BENCH_WARN, bench_baseline_compare(self->path, cur, 1, NULL));
+}
+
+TEST_F(baseline, other_unit_or_new_case_is_not_compared)
+{
+	struct bench_result cur[2];
+	double s[2];
+
+	fake(&cur[0], "info/ioctl", 5000, &s[0]);
+	cur[0].unit = BENCH_NS;
+	fake(&cur[1], "info/brand-new", 1, &s[1]);
+	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 2, NULL));
+}
+
+TEST(baseline_missing_or_garbage_file_is_an_error)
+{
+	char path[] = "/tmp/tio-bench-test-XXXXXX";
+	struct bench_result cur[1];
+	double s[1];
+	FILE *f;
+	int fd;
+
+	fake(&cur[0], "info/ioctl", 1, &s[0]);
+	EXPECT_GT(0, bench_baseline_compare("/nonexistent/x.json", cur, 1, NULL));
+	fd = mkstemp(path);
+	ASSERT_LE(0, fd);
+	f = fdopen(fd, "w");
+	ASSERT_NE(NULL, f);
+	fputs("{\"results\": 3}", f);
+	fclose(f);
+	EXPECT_EQ(-EINVAL, bench_baseline_compare(path, cur, 1, NULL));
+	unlink(path);
+}
+
+TEST(baseline_names_and_paths)
+{
+	char buf[256];
+
+	unsetenv("TIO_BENCH_BASELINES");
+	ASSERT_EQ(0, bench_baseline_path("main", buf, sizeof(buf)));
+	EXPECT_STREQ("bench/baselines/main.json", buf);
+	ASSERT_EQ(0, bench_baseline_path("/tmp/x.json", buf, sizeof(buf)));
+	EXPECT_STREQ("/tmp/x.json", buf);
+	EXPECT_EQ(-ENAMETOOLONG, bench_baseline_path("main", buf, 8));
+}
+
+TEST_HARNESS_MAIN
