@@ -57,6 +57,10 @@ step build tap "build (make all)" make -s -j"$jobs" all
 step lib-unit scripts/run-dir.sh build/tests/lib
 step lib-unit-asan bash -c "make -s -j$jobs -C lib SAN=1 &&
 	make -s -j$jobs -C tests/lib SAN=1 && scripts/run-dir.sh build/tests/lib-san"
+step bench-unit scripts/run-dir.sh build/tests/bench
+# Every host suite once, briefly; the driver suite runs in the VM step
+# (build/kselftest/tio_bench_test).
+step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
 step install tests/install/test-install.sh
 step dkms tests/install/test-dkms.sh
