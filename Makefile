@@ -32,6 +32,9 @@ build-lib:
 $(filter-out build-lib,$(SUBDIRS:%=build-%)): build-lib | build/ksrc/.done
 	$(MAKE) -C $(@:build-%=%)
 
+# The kselftests carry tioctl into the VM.
+build-tests/kselftest: build-tools
+
 modules:
 	$(MAKE) -C $(KDIR) M=$(top) modules
 
