@@ -77,43 +77,51 @@ static int bits_ok(uint8_t code, unsigned long bits)
 	}
 }
 
-int tio_dtype_parse(const char *s, DLDataType *out)
+/* Parses [s, s + n) as a dtype without lanes. Return: 0 or -1. */
+static int parse_base(const char *s, size_t n, DLDataType *out)
 {
-	const char *x, *end;
-	unsigned long lanes = 1, bits;
-	size_t n, i, l;
+	unsigned long bits;
+	size_t i, l;
 
-	if (!s || !out)
-		return tio_error_raise("ValueError", "NULL dtype text");
-	end = s + strlen(s);
-	x = strrchr(s, 'x');
-	if (x) {
-		if (parse_uint(x + 1, (size_t)(end - x - 1), 65535, &lanes))
-			goto bad;
-		end = x;
-	}
-	n = (size_t)(end - s);
 	for (i = 0; i < NELEM(fixed); i++) {
 		if (strlen(fixed[i].name) == n && !memcmp(fixed[i].name, s, n)) {
 			out->code = fixed[i].code;
 			out->bits = fixed[i].bits;
-			out->lanes = (uint16_t)lanes;
 			return 0;
 		}
 	}
 	for (i = 0; i < NELEM(sized); i++) {
 		l = strlen(sized[i].name);
 		if (n > l && !memcmp(sized[i].name, s, l) &&
-		    !parse_uint(s + l, n - l, 255, &bits)) {
-			if (!bits_ok(sized[i].code, bits))
-				break;
+		    !parse_uint(s + l, n - l, 255, &bits) && bits_ok(sized[i].code, bits)) {
 			out->code = sized[i].code;
 			out->bits = (uint8_t)bits;
-			out->lanes = (uint16_t)lanes;
 			return 0;
 		}
 	}
-bad:
+	return -1;
+}
+
+int tio_dtype_parse(const char *s, DLDataType *out)
+{
+	unsigned long lanes;
+	const char *x;
+	size_t n;
+
+	if (!s || !out)
+		return tio_error_raise("ValueError", "NULL dtype text");
+	n = strlen(s);
+	/* "BASExLANES"; the x may also belong to the base ("complex64"). */
+	x = strrchr(s, 'x');
+	if (x && !parse_uint(x + 1, (size_t)(s + n - x - 1), 65535, &lanes) &&
+	    !parse_base(s, (size_t)(x - s), out)) {
+		out->lanes = (uint16_t)lanes;
+		return 0;
+	}
+	if (!parse_base(s, n, out)) {
+		out->lanes = 1;
+		return 0;
+	}
 	return tio_error_raise("ValueError", "'%s' is not a dtype", s);
 }
 

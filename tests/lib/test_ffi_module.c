@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Modules: loading the fixture (plain C, documented ABI only), listing and
+ * calling its functions, the ABI version check, unloading with the last
+ * reference, the export macros, the system library.
+ */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "ffi_test.h"
+#include "kselftest_harness.h"
+
+#define FIX_MOD FIXTURE_DIR "/fixture_module.so"
+#define FIX_BADABI FIXTURE_DIR "/fixture_badabi.so"
+#define FIX_MACRO FIXTURE_DIR "/fixture_macro.so"
+
+static int is_loaded(const char *path)
+{
+	void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+
+	if (h)
+		dlclose(h);
+	return h != NULL;
+}
+
+TEST(load_list_call)
+{
+	tio_any_t arg = tio_any_int(41), ret = tio_any_none(), names;
+	tio_any_t fl[3] = { tio_any_float(0.5), tio_any_int(2), tio_any_float(0.25) };
+	tio_object_t *m, *f;
+	const char *p;
+	int64_t i;
+
+	ASSERT_EQ(0, tio_module_load(FIX_MOD, &m));
+	EXPECT_EQ(TIO_TYPE_MODULE, m->type_index);
+	EXPECT_TRUE(is_loaded(FIX_MOD));
+	ASSERT_EQ(0, tio_module_list_functions(m, &names));
+	ASSERT_EQ(4, tio_array_size(names.v_obj));
+	for (i = 0; i < 4; i++) {
+		static const char *const want[] = { "add_one", "apply", "greet", "sum" };
+
+		ASSERT_EQ(0, tio_any_to_str(tio_array_at(names.v_obj, i), &p, NULL));
+		EXPECT_STREQ(want[i], p);
+	}
+	tio_any_release(&names);
+	EXPECT_TRUE(tio_module_implements_function(m, "sum"));
+	EXPECT_FALSE(tio_module_implements_function(m, "not_a_function"));
+	EXPECT_FALSE(tio_module_implements_function(m, "helper"));
+	EXPECT_FALSE(tio_module_implements_function(m, "_tio_abi_version"));
+	ASSERT_EQ(0, tio_module_get_function(m, "add_one", &f));
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(42, ret.v_int64);
+	tio_object_decref(f);
+	ASSERT_EQ(0, tio_module_get_function(m, "sum", &f));
+	ASSERT_EQ(0, tio_func_call(f, fl, 3, &ret));
+	EXPECT_EQ(2.75, ret.v_float64);
+	tio_object_decref(f);
+	ASSERT_EQ(0, tio_module_get_function(m, "greet", &f));
+	ASSERT_EQ(0, tio_func_call(f, NULL, 0, &ret));
+	ASSERT_EQ(0, tio_any_to_str(&ret, &p, NULL));
+	EXPECT_STREQ("hi", p);
+	tio_object_decref(f);
+	ASSERT_EQ(0, tio_module_get_function(m, "missing", &f));
+	EXPECT_EQ(NULL, f);
+	tio_object_decref(m);
+	EXPECT_FALSE(is_loaded(FIX_MOD));
+	ASSERT_NO_LEAKS();
+}
+
+static int negate(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	if (args[0].v_int64 < 0)
+		return tio_error_raise("ValueError", "negative input %lld",
+				       (long long)args[0].v_int64);
+	*ret = tio_any_int(-args[0].v_int64);
+	return 0;
+}
+
+TEST(module_calls_back_through_the_cell)
+{
+	tio_object_t *m, *apply, *neg;
+	tio_any_t args[2], ret = tio_any_none();
+
+	ASSERT_EQ(0, tio_module_load(FIX_MOD, &m));
+	ASSERT_EQ(0, tio_module_get_function(m, "apply", &apply));
+	ASSERT_EQ(0, tio_func_new(negate, NULL, NULL, &neg));
+	args[0] = tio_any_object(neg);
+	args[1] = tio_any_int(7);
+	ASSERT_EQ(0, tio_func_call(apply, args, 2, &ret));
+	EXPECT_EQ(-7, ret.v_int64);
+	/* The callback's error crosses the module intact. */
+	args[1] = tio_any_int(-1);
+	EXPECT_EQ(-1, tio_func_call(apply, args, 2, &ret));
+	ASSERT_RAISED("ValueError", "negative input -1");
+	tio_object_decref(neg);
+	tio_object_decref(m);
+	/* The function keeps the module loaded. */
+	EXPECT_TRUE(is_loaded(FIX_MOD));
+	tio_object_decref(apply);
+	EXPECT_FALSE(is_loaded(FIX_MOD));
+	ASSERT_NO_LEAKS();
+}
+
+TEST(abi_mismatch_refused_before_running)
+{
+	tio_object_t *m = NULL;
+
+	EXPECT_EQ(-1, tio_module_load(FIX_BADABI, &m));
+	ASSERT_RAISED("ImportError", "was built for ABI version 32767");
+	EXPECT_FALSE(is_loaded(FIX_BADABI));
+	EXPECT_EQ(-1, tio_module_load(FIXTURE_DIR "/nope.so", &m));
+	ASSERT_RAISED("OSError", "cannot open module");
+	EXPECT_EQ(-1, tio_module_load("/proc/self/status", &m));
+	ASSERT_RAISED("OSError", "not an ELF object");
+	EXPECT_EQ(-1, tio_module_load(NULL, &m));
+	ASSERT_RAISED("ValueError", "path");
+	ASSERT_NO_LEAKS();
+}
+
+TEST(export_macros)
+{
+	tio_any_t arg = tio_any_int(5), ret = tio_any_none();
+	tio_object_t *m, *f;
+
+	ASSERT_EQ(0, tio_module_load(FIX_MACRO, &m));
+	EXPECT_TRUE(tio_module_implements_function(m, "triple"));
+	ASSERT_EQ(0, tio_module_get_function(m, "triple", &f));
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(15, ret.v_int64);
+	tio_object_decref(f);
+	tio_object_decref(m);
+	ASSERT_NO_LEAKS();
+}
+
+static int syslib_double(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	*ret = tio_any_int(2 * args[0].v_int64);
+	return 0;
+}
+
+TIO_SYSTEM_LIB_FUNC(test_double, syslib_double)
+
+TEST(system_library)
+{
+	tio_any_t arg = tio_any_int(21), ret = tio_any_none(), names;
+	tio_object_t *sys, *sys2, *f;
+
+	ASSERT_EQ(0, tio_module_system_lib(&sys));
+	ASSERT_EQ(0, tio_module_system_lib(&sys2));
+	EXPECT_EQ(sys, sys2);
+	tio_object_decref(sys2);
+	EXPECT_TRUE(tio_module_implements_function(sys, "test_double"));
+	ASSERT_EQ(0, tio_module_get_function(sys, "test_double", &f));
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(42, ret.v_int64);
+	tio_object_decref(f);
+	EXPECT_EQ(-1, tio_system_lib_register("test_double", syslib_double));
+	ASSERT_RAISED("KeyError", "already has 'test_double'");
+	ASSERT_EQ(0, tio_system_lib_register("test_later", syslib_double));
+	ASSERT_EQ(0, tio_module_list_functions(sys, &names));
+	EXPECT_GE(tio_array_size(names.v_obj), 2);
+	tio_any_release(&names);
+	tio_object_decref(sys);
+	ASSERT_NO_LEAKS();
+}
+
+TEST_HARNESS_MAIN
