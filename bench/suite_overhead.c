@@ -185,6 +185,8 @@ static unsigned int fill_round(struct ovh *s, int round, unsigned int *ops)
 {
 	unsigned int i, n = 0;
 
+	/* Records must be zero past their payload's size. */
+	memset(s->pl, 0, (s->kind == K_FENCE ? 2 : 1) * s->batch * sizeof(*s->pl));
 	for (i = 0; i < s->batch; i++) {
 		union payload *p = &s->pl[n];
 
@@ -226,6 +228,24 @@ static int check_fence(struct bench_run *run, struct ovh *s)
 				  (unsigned long long)got,
 				  (unsigned long long)(s->next_seq + s->batch - 1));
 	s->next_seq += s->batch;
+	return 0;
+}
+
+/* Every record ran and succeeded; their payloads go back to s->pl. */
+static int check_records(struct bench_run *run, struct ovh *s,
+			 const struct tio_submit *sub, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < sub->done && i < n; i++) {
+		if (s->cmds[i].result)
+			return bench_fail(run, -s->cmds[i].result,
+					  "SUBMIT record %u (op 0x%x)", i,
+					  s->cmds[i].op);
+		memcpy(&s->pl[i], s->cmds[i].payload.bytes, TIO_CMD_PAYLOAD);
+	}
+	if (sub->done != n)
+		return bench_fail(run, EPROTO, "SUBMIT did %u of %u", sub->done, n);
 	return 0;
 }
 
@@ -273,18 +293,7 @@ static int run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
 		if (got < want && (ret = io_uring_wait_cqe(&s->ring, &cqe)))
 			return bench_fail(run, -ret, "io_uring_wait_cqe");
 	}
-	if (vector) {
-		if (sub.done != n)
-			return bench_fail(run, EPROTO, "SUBMIT did %u of %u",
-					  sub.done, n);
-		for (i = 0; i < n; i++) {
-			if (s->cmds[i].result)
-				return bench_fail(run, -s->cmds[i].result,
-						  "record %u", i);
-			memcpy(&s->pl[i], s->cmds[i].payload.bytes, TIO_CMD_PAYLOAD);
-		}
-	}
-	return 0;
+	return vector ? check_records(run, s, &sub, n) : 0;
 }
 
 static int run_submit(struct bench_run *run, struct ovh *s, unsigned int *ops,
@@ -292,21 +301,16 @@ static int run_submit(struct bench_run *run, struct ovh *s, unsigned int *ops,
 {
 	struct tio_submit sub = { .cmds_ptr = (uintptr_t)s->cmds, .count = n };
 	unsigned int i;
+	int ret;
 
 	for (i = 0; i < n; i++) {
 		s->cmds[i] = (struct tio_cmd){ .op = ops[i] };
 		memcpy(s->cmds[i].payload.bytes, &s->pl[i], TIO_CMD_PAYLOAD);
 	}
-	if (ioctl(s->fd, TIO_IOC_SUBMIT, &sub))
+	ret = ioctl(s->fd, TIO_IOC_SUBMIT, &sub);
+	if (ret < 0)
 		return bench_fail(run, errno, "TIO_IOC_SUBMIT");
-	if (sub.done != n)
-		return bench_fail(run, EPROTO, "SUBMIT did %u of %u", sub.done, n);
-	for (i = 0; i < n; i++) {
-		if (s->cmds[i].result)
-			return bench_fail(run, -s->cmds[i].result, "record %u", i);
-		memcpy(&s->pl[i], s->cmds[i].payload.bytes, TIO_CMD_PAYLOAD);
-	}
-	return 0;
+	return check_records(run, s, &sub, n);
 }
 
 static int run_ioctl(struct bench_run *run, struct ovh *s, uint64_t iters)
