@@ -141,13 +141,17 @@ static const struct vm_operations_struct tio_buffer_vm_ops = {
  * @vma: the vma; vm_pgoff is the page offset inside the buffer
  *
  * Context: mmap_lock held for writing.
- * Return: 0; -EINVAL when the range exceeds the buffer; -EACCES for a
- * writable mapping of a read-only buffer.
+ * Return: 0; -EINVAL when the range exceeds the buffer or the mapping is
+ * private (a copy-on-write VM_PFNMAP mapping would hit a BUG_ON in
+ * vmf_insert_pfn() on its first fault); -EACCES for a writable mapping of
+ * a read-only buffer.
  */
 int tio_buffer_vma_setup(struct tio_buffer *buf, struct vm_area_struct *vma)
 {
 	unsigned long npages = vma_pages(vma);
 
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
 	if (vma->vm_pgoff >= buf->npages || npages > buf->npages - vma->vm_pgoff)
 		return -EINVAL;
 	if (buf->readonly) {
