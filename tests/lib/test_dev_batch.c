@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Batches: userspace calls, driver commands and asynchronous waits in one
+ * submission with results in order, per-call errors, stop-on-error, the
+ * three submission modes, 10 000 calls, bad inputs.
+ */
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "dev_test.h"
+
+struct call_log {
+	int64_t seen[16];
+	int n;
+};
+
+/* A userspace function: logs its int argument, returns it doubled. */
+static int log_call(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	struct call_log *log = self;
+	int64_t v;
+
+	if (nargs != 1 || tio_any_to_int(&args[0], &v))
+		return -1;
+	if (v < 0)
+		return tio_error_raise("ValueError", "negative: %lld", (long long)v);
+	if (log->n < 16)
+		log->seen[log->n++] = v;
+	*ret = tio_any_int(2 * v);
+	return 0;
+}
+
+static int64_t result_int(struct __test_metadata *_metadata, tio_batch_t *b, int64_t i)
+{
+	tio_any_t v;
+
+	if (tio_batch_result(b, i, &v)) {
+		TH_LOG("entry %lld: %s", (long long)i,
+		       tio_error_message(tio_error_peek_raised()));
+		tio_error_clear();
+		return INT64_MIN;
+	}
+	return v.v_int64;
+}
+
+DEV_FIXTURE(ba);
+
+TEST_F(ba, mixed_batch_results_in_order)
+{
+	tio_object_t *logf, *signalled, *emit;
+	struct call_log log = { .n = 0 };
+	struct tio_buf_alloc alloc;
+	tio_any_t a[2], v;
+	tio_stream_t *s;
+	tio_batch_t *b;
+	int64_t i_log1, i_alloc, i_e1, i_wait, i_sig, i_read, i_log2, i_e2, i_ffi;
+
+	ASSERT_OK(tio_func_new(log_call, &log, NULL, &logf));
+	ASSERT_OK(tio_func_get_global("tio.stream.signalled", &signalled));
+	ASSERT_OK(tio_func_get_global("tio.stream.emit", &emit));
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(tio_batch_new(0, &b));
+
+	a[0] = tio_any_int(1);
+	i_log1 = tio_batch_add(b, logf, a, 1);
+	memset(&alloc, 0, sizeof(alloc));
+	alloc.size = 4096;
+	i_alloc = tio_batch_add_cmd(b, TIO_IOC_BUF_ALLOC, &alloc, sizeof(alloc));
+	i_e1 = tio_batch_fence_emit(b, s);
+	i_wait = tio_batch_fence_wait(b, s, 1, -1);	/* emitted by i_e1 */
+	i_sig = tio_batch_fence_signal(b, s, 1, -ENODATA);
+	a[0] = tio_any_object((tio_object_t *)s);
+	i_read = tio_batch_add(b, signalled, a, 1);	/* sees i_sig's effect */
+	a[0] = tio_any_int(2);
+	i_log2 = tio_batch_add(b, logf, a, 1);
+	i_e2 = tio_batch_fence_emit(b, s);
+	a[0] = tio_any_object((tio_object_t *)s);
+	i_ffi = tio_batch_add(b, emit, a, 1);		/* an FFI call encoded as a record */
+	ASSERT_EQ(9, tio_batch_count(b));
+	ASSERT_EQ(8, i_ffi);
+
+	ASSERT_OK(tio_batch_submit(b));
+	ASSERT_LE(0, tio_batch_wait(b, -1, -1));
+	EXPECT_EQ(0, tio_batch_failed(b));
+	EXPECT_EQ(2, result_int(_metadata, b, i_log1));
+	ASSERT_OK(tio_batch_result(b, i_alloc, &v));
+	ASSERT_LE(TIO_TYPE_DYN_OBJECT_BEGIN, v.type_index);
+	EXPECT_EQ(1, tio_debug_live_handles() - 1);	/* the stream + this buffer */
+	tio_any_release(&v);
+	EXPECT_EQ(1, result_int(_metadata, b, i_e1));
+	EXPECT_EQ(-ENODATA, result_int(_metadata, b, i_wait));
+	ASSERT_OK(tio_batch_result(b, i_sig, &v));
+	EXPECT_EQ(TIO_TYPE_NONE, v.type_index);
+	EXPECT_EQ(1, result_int(_metadata, b, i_read));
+	EXPECT_EQ(4, result_int(_metadata, b, i_log2));
+	EXPECT_EQ(2, result_int(_metadata, b, i_e2));
+	EXPECT_EQ(3, result_int(_metadata, b, i_ffi));
+	EXPECT_EQ(2, log.n);
+	EXPECT_EQ(1, log.seen[0]);
+	EXPECT_EQ(2, log.seen[1]);
+	ASSERT_NE(NULL, tio_batch_record(b, i_e2));
+	EXPECT_EQ(TIO_IOC_FENCE_EMIT, tio_batch_record(b, i_e2)->op);
+	EXPECT_EQ(NULL, tio_batch_record(b, i_log1));
+
+	tio_batch_free(b);
+	tio_stream_release(s);
+	tio_object_decref(logf);
+	tio_object_decref(signalled);
+	tio_object_decref(emit);
+}
+
+TEST_F(ba, errors_stay_in_their_slot)
+{
+	struct call_log log = { .n = 0 };
+	tio_object_t *logf;
+	tio_stream_t *s;
+	tio_batch_t *b;
+	tio_any_t a;
+
+	ASSERT_OK(tio_func_new(log_call, &log, NULL, &logf));
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(tio_batch_new(0, &b));
+	tio_batch_fence_emit(b, s);
+	tio_batch_fence_signal(b, s, 5, 0);	/* never emitted */
+	a = tio_any_int(-1);
+	tio_batch_add(b, logf, &a, 1);		/* fails in userspace */
+	tio_batch_fence_emit(b, s);
+	a = tio_any_int(3);
+	tio_batch_add(b, logf, &a, 1);
+	ASSERT_OK(tio_batch_submit(b));
+	EXPECT_EQ(2, tio_batch_failed(b));
+	EXPECT_EQ(0, tio_batch_status(b, 0));
+	EXPECT_EQ(-EINVAL, tio_batch_status(b, 1));
+	EXPECT_EQ(-EIO, tio_batch_status(b, 2));
+	EXPECT_EQ(2, result_int(_metadata, b, 3));
+	EXPECT_EQ(6, result_int(_metadata, b, 4));
+	ASSERT_EQ(-1, tio_batch_result(b, 1, &a));
+	ASSERT_DEV_MSG(EINVAL, "FENCE_SIGNAL (batch entry 1)");
+	ASSERT_EQ(-1, tio_batch_result(b, 2, &a));
+	ASSERT_DEV_MSG(EIO, "negative: -1");
+	ASSERT_NE(NULL, tio_batch_error(b, 1));
+	EXPECT_EQ(NULL, tio_batch_error(b, 0));
+	tio_batch_free(b);
+	tio_stream_release(s);
+	tio_object_decref(logf);
+}
+
+TEST_F(ba, stop_on_error_cancels_the_rest)
+{
+	struct call_log log = { .n = 0 };
+	tio_object_t *logf;
+	tio_stream_t *s;
+	tio_batch_t *b;
+	tio_any_t a;
+	int mode;
+
+	ASSERT_OK(tio_func_new(log_call, &log, NULL, &logf));
+	ASSERT_OK(tio_stream_create(&s));
+	for (mode = TIO_BATCH_VECTORED; mode <= TIO_BATCH_IOCTL; mode++) {
+		ASSERT_OK(tio_batch_new(TIO_BATCH_STOP_ON_ERROR, &b));
+		ASSERT_OK(tio_batch_set_mode(b, mode));
+		tio_batch_fence_emit(b, s);
+		tio_batch_fence_signal(b, s, 1000, 0);	/* fails */
+		tio_batch_fence_emit(b, s);
+		a = tio_any_int(9);
+		tio_batch_add(b, logf, &a, 1);
+		tio_batch_fence_emit(b, s);
+		ASSERT_OK(tio_batch_submit(b));
+		EXPECT_EQ(0, tio_batch_status(b, 0));
+		EXPECT_EQ(-EINVAL, tio_batch_status(b, 1));
+		EXPECT_EQ(-ECANCELED, tio_batch_status(b, 2));
+		EXPECT_EQ(-ECANCELED, tio_batch_status(b, 3));
+		EXPECT_EQ(-ECANCELED, tio_batch_status(b, 4));
+		EXPECT_EQ(4, tio_batch_failed(b));
+		tio_batch_free(b);
+	}
+	EXPECT_EQ(0, log.n);
+	tio_stream_release(s);
+	tio_object_decref(logf);
+}
+
+TEST_F(ba, ten_thousand_calls_in_every_mode)
+{
+	tio_stream_t *s;
+	tio_batch_t *b;
+	int64_t i, base = 0;
+	int mode;
+
+	ASSERT_OK(tio_stream_create(&s));
+	for (mode = TIO_BATCH_VECTORED; mode <= TIO_BATCH_IOCTL; mode++) {
+		ASSERT_OK(tio_batch_new(0, &b));
+		ASSERT_OK(tio_batch_set_mode(b, mode));
+		for (i = 0; i < 10000; i++)
+			ASSERT_EQ(i, tio_batch_fence_emit(b, s));
+		ASSERT_OK(tio_batch_submit(b));
+		EXPECT_EQ(0, tio_batch_failed(b));
+		for (i = 0; i < 10000; i++)
+			ASSERT_EQ(base + i + 1, result_int(_metadata, b, i));
+		if (dev_is_kernel() && mode == TIO_BATCH_VECTORED)
+			/* 10 SUBMITs of 1024 at most, few enters. */
+			EXPECT_GE(2, tio_batch_enters(b));
+		base += 10000;
+		/* Reuse after reset. */
+		tio_batch_reset(b);
+		ASSERT_EQ(0, tio_batch_count(b));
+		ASSERT_EQ(0, tio_batch_fence_signal(b, s, base, 0));
+		ASSERT_OK(tio_batch_submit(b));
+		EXPECT_EQ(0, tio_batch_status(b, 0));
+		EXPECT_EQ((uint64_t)base, tio_stream_signalled(s));
+		tio_batch_free(b);
+	}
+	tio_stream_release(s);
+}
+
+TEST_F(ba, async_waits_time_out_and_complete_later)
+{
+	tio_stream_t *s;
+	tio_batch_t *b;
+	tio_any_t v;
+	uint64_t seq;
+
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(tio_stream_emit(s, &seq));
+	ASSERT_OK(tio_batch_new(0, &b));
+	ASSERT_EQ(0, tio_batch_fence_wait(b, s, seq, 1000000));	/* 1 ms */
+	ASSERT_EQ(1, tio_batch_fence_wait(b, s, seq, -1));
+	ASSERT_OK(tio_batch_submit(b));
+	EXPECT_EQ(TIO_BATCH_PENDING, tio_batch_status(b, 1));
+	ASSERT_EQ(-1, tio_batch_result(b, 1, &v));
+	ASSERT_DEV_MSG(EAGAIN, "has not completed");
+	/* Entry 0 times out on its own; entry 1 holds the batch wait up. */
+	ASSERT_EQ(-1, tio_batch_wait(b, 2, 20000000));
+	ASSERT_DEV_ERR(ETIME, "TimeoutError");
+	EXPECT_EQ(-ETIME, tio_batch_status(b, 0));
+	EXPECT_EQ(TIO_BATCH_PENDING, tio_batch_status(b, 1));
+	ASSERT_OK(tio_stream_signal(s, seq, 0));
+	ASSERT_EQ(2, tio_batch_wait(b, 2, -1));
+	EXPECT_EQ(0, tio_batch_status(b, 1));
+	EXPECT_EQ(0, result_int(_metadata, b, 1));
+	tio_batch_free(b);
+	tio_stream_release(s);
+}
+
+TEST_F(ba, bad_inputs)
+{
+	tio_stream_t *s;
+	tio_batch_t *b;
+	tio_any_t v = tio_any_int(1);
+	char payload[64] = { 0 };
+
+	ASSERT_EQ(-1, tio_batch_new(0x10, &b));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(tio_batch_new(0, &b));
+	ASSERT_EQ(-1, tio_batch_set_mode(b, 7));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	ASSERT_EQ(-1, tio_batch_add(b, (tio_object_t *)s, &v, 1));
+	ASSERT_DEV_MSG(EINVAL, "not a Function");
+	ASSERT_EQ(-1, tio_batch_add_cmd(b, TIO_IOC_SUBMIT, payload, 24));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	ASSERT_EQ(-1, tio_batch_add_cmd(b, TIO_IOC_FENCE_EMIT, payload, 64));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	ASSERT_EQ(-1, tio_batch_fence_emit(b, NULL));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	ASSERT_EQ(-ERANGE, tio_batch_status(b, 0));
+	ASSERT_EQ(-1, tio_batch_result(b, 0, &v));
+	ASSERT_DEV_ERR(ERANGE, "ValueError");
+	/* A raw record with a bad handle fails in its slot. */
+	ASSERT_EQ(0, tio_batch_add_cmd(b, TIO_IOC_FENCE_EMIT, payload, 8));
+	ASSERT_OK(tio_batch_submit(b));
+	EXPECT_EQ(-ENOENT, tio_batch_status(b, 0));
+	ASSERT_EQ(-1, tio_batch_submit(b));
+	ASSERT_DEV_ERR(EBUSY, "OSError");
+	ASSERT_EQ(-1, tio_batch_fence_emit(b, s));
+	ASSERT_DEV_ERR(EBUSY, "OSError");
+	tio_batch_free(b);
+	tio_batch_free(NULL);
+	tio_stream_release(s);
+}
+
+TEST_F(ba, kernel_ring_and_one_enter)
+{
+	tio_stream_t *s;
+	tio_batch_t *b;
+	int i;
+
+	if (!dev_is_kernel())
+		SKIP(return, "the user backend has no ring");
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(tio_batch_new(0, &b));
+	for (i = 0; i < 100; i++)
+		tio_batch_fence_emit(b, s);
+	ASSERT_OK(tio_batch_submit(b));
+	EXPECT_EQ(0, tio_batch_failed(b));
+	EXPECT_EQ(1, tio_batch_enters(b));
+	EXPECT_TRUE(tio_batch_ring_flags(b) & TIO_BATCH_RING_FIXED_FILE);
+	TH_LOG("ring flags 0x%x", tio_batch_ring_flags(b));
+	tio_batch_free(b);
+	tio_stream_release(s);
+}
+
+TEST_HARNESS_MAIN
