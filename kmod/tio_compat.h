@@ -70,10 +70,12 @@ static inline void tio_uring_cmd_done(struct io_uring_cmd *ioucmd, ssize_t ret,
 /*
  * Cancelable uring commands (6.7): io_uring calls ->uring_cmd again with
  * IO_URING_F_CANCEL when the issuing task exits or the ring is torn down.
- * Without it (6.1) only file close and task exit, through ->flush, cancel
- * parked commands; see docs/uapi.md.
+ * Without it (6.1) ->flush cancels on close and exit, and a monitor
+ * (tio_uring.c) catches issuers that exit without closing; see
+ * docs/uapi.md.
  */
 #ifdef TIO_HAVE_URING_CMD_CANCELABLE
+#define TIO_URING_HAS_CANCEL	true
 #define TIO_URING_F_CANCEL	IO_URING_F_CANCEL
 static inline void tio_uring_cmd_mark_cancelable(struct io_uring_cmd *ioucmd,
 						 unsigned int issue_flags)
@@ -81,6 +83,7 @@ static inline void tio_uring_cmd_mark_cancelable(struct io_uring_cmd *ioucmd,
 	io_uring_cmd_mark_cancelable(ioucmd, issue_flags);
 }
 #else
+#define TIO_URING_HAS_CANCEL	false
 #define TIO_URING_F_CANCEL	0U
 static inline void tio_uring_cmd_mark_cancelable(struct io_uring_cmd *ioucmd,
 						 unsigned int issue_flags)

@@ -37,7 +37,7 @@ static int tio_cmd_info(struct tio_file *tf, void *data)
 {
 	struct tio_info *info = data;
 
-	if (info->flags)
+	if (info->flags || info->pad)
 		return -EINVAL;
 	memset(info, 0, sizeof(*info));
 	info->version = TIO_UAPI_VERSION;

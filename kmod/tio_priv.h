@@ -20,6 +20,7 @@
 #include <linux/mm_types.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <linux/tensorio.h>
@@ -70,6 +71,8 @@ struct tio_obj {
  *		only (issue, task work, ->flush), never from a fence callback
  * @parked: asynchronous waits parked by io_uring commands
  * @nr_parked: entries on @parked
+ * @uring_monitor: looks for exited issuers of parked waits, on kernels
+ *		   where io_uring cannot cancel them (tio_uring.c)
  * @nr_waits: blocking waits running in a handler now
  * @dbg_node: on the debugfs list of files (tio_debugfs.c)
  * @dbg: this file's debugfs directory, or NULL
@@ -83,6 +86,7 @@ struct tio_file {
 	spinlock_t uring_lock;	/* protects @parked */
 	struct list_head parked;
 	atomic_t nr_parked;
+	struct delayed_work uring_monitor;
 	atomic_t nr_waits;
 	struct list_head dbg_node;
 	struct dentry *dbg;

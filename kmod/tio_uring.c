@@ -19,6 +19,13 @@
  * fence callback or the timer, which run in atomic context and touch
  * nothing but @claimed and @result.
  *
+ * Without io_uring cancellation (6.1), an issuer can exit without any
+ * descriptor of the file being closed (an SQPOLL thread shares the file
+ * table it keeps alive; a registered file needs no descriptor): a
+ * per-file monitor then looks, every TIO_MONITOR_PERIOD while waits are
+ * parked, for issuers whose thread group is exiting or exec'ing, and
+ * cancels their waits.
+ *
  * Lifetime: a wait holds two references, one for the issue path (it may
  * still be arming the timer when the wait completes elsewhere) and one
  * for the completion. io_uring holds the file for as long as the command
@@ -30,6 +37,8 @@
 #include <linux/hrtimer.h>
 #include <linux/refcount.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
@@ -37,6 +46,8 @@
 #include "tio_compat.h"
 #include "tio_priv.h"
 #include "tio_trace.h"
+
+#define TIO_MONITOR_PERIOD	(HZ / 4)
 
 /* Parked waits, module-wide (debugfs). */
 atomic_t tio_parked_total = ATOMIC_INIT(0);
@@ -56,6 +67,7 @@ union tio_wait_payload {
  * @fence: the fence waited for (referenced)
  * @uptr: the payload in user memory
  * @owner: the issuer's file table, matched by ->flush
+ * @task: the issuer (referenced), watched by the monitor
  * @ref: see the file comment
  * @claimed: set once by whoever completes the wait
  * @result: the command's result, written by the claimer
@@ -71,6 +83,7 @@ struct tio_uwait {
 	struct dma_fence *fence;
 	void __user *uptr;
 	fl_owner_t owner;
+	struct task_struct *task;
 	refcount_t ref;
 	atomic_t claimed;
 	int result;
@@ -88,6 +101,7 @@ static void tio_uwait_put(struct tio_uwait *w)
 {
 	if (refcount_dec_and_test(&w->ref)) {
 		dma_fence_put(w->fence);
+		put_task_struct(w->task);
 		kfree(w);
 	}
 }
@@ -208,6 +222,7 @@ static int tio_uwait_park(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 	w->fence = fence;
 	w->uptr = uptr;
 	w->owner = current->files;
+	w->task = get_task_struct(current);
 	refcount_set(&w->ref, 2);
 	w->cmd = cmd;
 	w->p = *p;
@@ -219,6 +234,8 @@ static int tio_uwait_park(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 	spin_unlock(&tf->uring_lock);
 	atomic_inc(&tf->nr_parked);
 	atomic_inc(&tio_parked_total);
+	if (!TIO_URING_HAS_CANCEL)
+		schedule_delayed_work(&tf->uring_monitor, TIO_MONITOR_PERIOD);
 	trace_tio_fence_wait(tf, fence->context, fence->seqno, timeout);
 
 	if (dma_fence_add_callback(fence, &w->cb, tio_uwait_fence_cb))
@@ -331,6 +348,37 @@ int tio_uring_flush(struct file *file, fl_owner_t id)
 	return 0;
 }
 
+/*
+ * The issuer or its thread group is exiting or exec'ing. Read without
+ * siglock: a stale answer only delays the cancel by one period.
+ */
+static bool tio_issuer_gone(struct task_struct *task)
+{
+	const struct signal_struct *sig = task->signal;
+
+	return (READ_ONCE(task->flags) & PF_EXITING) ||
+	       (READ_ONCE(sig->flags) & SIGNAL_GROUP_EXIT) ||
+	       READ_ONCE(sig->group_exec_task);
+}
+
+/* Cancel the waits of issuers that are gone (see the file comment). */
+static void tio_uring_monitor(struct work_struct *work)
+{
+	struct tio_file *tf = container_of(to_delayed_work(work),
+					   struct tio_file, uring_monitor);
+	struct tio_uwait *w;
+	bool again;
+
+	spin_lock(&tf->uring_lock);
+	list_for_each_entry(w, &tf->parked, node)
+		if (tio_issuer_gone(w->task))
+			tio_uwait_complete(w, -ECANCELED);
+	again = !list_empty(&tf->parked);
+	spin_unlock(&tf->uring_lock);
+	if (again)
+		schedule_delayed_work(&tf->uring_monitor, TIO_MONITOR_PERIOD);
+}
+
 /**
  * tio_uring_file_init() - initialise a new file's io_uring state
  * @tf: the file
@@ -341,13 +389,15 @@ void tio_uring_file_init(struct tio_file *tf)
 	INIT_LIST_HEAD(&tf->parked);
 	atomic_set(&tf->nr_parked, 0);
 	atomic_set(&tf->nr_waits, 0);
+	INIT_DELAYED_WORK(&tf->uring_monitor, tio_uring_monitor);
 }
 
 /**
- * tio_uring_file_release() - check a released file has no parked wait
+ * tio_uring_file_release() - stop the monitor of a file being released
  * @tf: the file
  */
 void tio_uring_file_release(struct tio_file *tf)
 {
 	WARN_ON_ONCE(!list_empty(&tf->parked));
+	cancel_delayed_work_sync(&tf->uring_monitor);
 }
