@@ -9,8 +9,11 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-log=$top/build/check
-rm -rf "$log" && mkdir -p "$log"
+# Each run logs into its own directory; build/check points at the latest.
+mkdir -p build
+find build -maxdepth 1 -name 'check.??????' -mmin +120 -exec rm -rf {} +
+log=$(mktemp -d "$top/build/check.XXXXXX")
+ln -sfn "$(basename "$log")" build/check
 jobs=${JOBS:-$(nproc)}
 pass=0 fail=0 skip=0
 
