@@ -202,7 +202,7 @@ int tio_tensor_view(tio_object_t *base, int32_t ndim, const int64_t *shape,
 {
 	const DLTensor *b;
 	struct tensor_obj *t;
-	int64_t blo, bhi, vlo, vhi;
+	int64_t blo = 0, bhi = 0, vlo = 0, vhi = 0;
 	size_t esize;
 	int i;
 
