@@ -79,6 +79,11 @@ for kver in ${TIO_CHECK_KERNELS:-$(scripts/kernels.sh)}; do
 		nowarn scripts/kmod.sh "$kver" C=2
 	step "vm-$kver" tests/vm/run.sh -k "$kver" \
 		-m "build/kmod/$kver/kmod/tensorio.ko" -b build/kselftest -t 600
+	# The library's device tests against the driver (TIO_BACKEND=kernel).
+	step "vm-lib-$kver" bash -c "rm -rf build/tests/lib-vm && mkdir -p build/tests/lib-vm &&
+		cp build/tests/lib/test_dev_* build/tests/lib-vm/ &&
+		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \
+		-b build/tests/lib-vm -s tests/lib/vm-tests.sh -t 600"
 done
 
 # The debug kernel (KASAN, lockdep, kmemleak, fault injection), built once

@@ -64,9 +64,10 @@ TEST(forced_user_backend_and_shutdown_close_everything)
 	tio_buffer_t *b;
 	int fds;
 
-	dev_warm_up();
-	fds = dev_count_fds();
 	setenv("TIO_BACKEND", "user", 1);
+	dev_warm_up();
+	ASSERT_OK(tio_shutdown());
+	fds = dev_count_fds();
 	ASSERT_OK(tio_init());
 	ASSERT_STREQ("user", tio_backend_name());
 	ASSERT_OK(tio_buffer_alloc(4096, NULL, &b));
