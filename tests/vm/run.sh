@@ -75,10 +75,12 @@ if [ -n "$bindir" ]; then
 	cp -a "$bindir"/. "$ird/tio/bin/"
 	for f in "$ird"/tio/bin/*; do
 		[ -x "$f" ] && [ -f "$f" ] || continue
-		ldd "$f" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+		# Scripts are not dynamic executables: nothing to copy.
+		{ ldd "$f" 2>/dev/null || true; } | grep -o '/[^ ]*' |
+		while read -r lib; do
 			mkdir -p "$ird$(dirname "$lib")"
 			cp -nL "$lib" "$ird$lib"
-		done
+		done || true
 	done
 fi
 [ -n "$script" ] && cp "$script" "$ird/tio/run.sh"
