@@ -360,7 +360,8 @@ static int tio_batch_run_wait(struct tio_batch *b, size_t i, int64_t limit)
 		w.timeout_ns = -1;
 	}
 	ret = b->ctx->ops->exec(b->ctx, TIO_IOC_FENCE_WAIT, &w);
-	b->enters++;
+	if (b->ctx->kind == TIO_BACKEND_KERNEL)
+		b->enters++;
 	if (ret == -ETIME && call_limit)
 		return -ETIME;	/* the caller's limit, not the entry's */
 	if (!ret)
