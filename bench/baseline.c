@@ -145,3 +145,132 @@ int bench_baseline_compare(const char *path, const struct bench_result *r,
 	json_object_put(root);
 	return worst;
 }
+
+static void copy_str(char *dst, size_t len, struct json_object *o,
+		     const char *key)
+{
+	const char *v = str_of(o, key);
+
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+/**
+ * bench_load_json() - read a saved run back (tio-bench --load)
+ * @path: a bench_write_json() file
+ * @h: its header
+ * @out: its results (free with bench_results_free())
+ * @n: how many
+ *
+ * Return: 0, or -errno (-EINVAL: not a tio-bench result).
+ */
+int bench_load_json(const char *path, struct bench_header *h,
+		    struct bench_result **out, size_t *n)
+{
+	struct json_object *root, *results, *hdr;
+	struct bench_result *r;
+	size_t i, cnt;
+
+	errno = 0;
+	root = json_object_from_file(path);
+	if (!root)
+		return errno ? -errno : -EINVAL;
+	if (!json_object_object_get_ex(root, "results", &results) ||
+	    !json_object_is_type(results, json_type_array) ||
+	    !json_object_object_get_ex(root, "header", &hdr)) {
+		json_object_put(root);
+		return -EINVAL;
+	}
+	memset(h, 0, sizeof(*h));
+	copy_str(h->machine, sizeof(h->machine), hdr, "machine");
+	copy_str(h->kernel, sizeof(h->kernel), hdr, "kernel");
+	copy_str(h->backend, sizeof(h->backend), hdr, "backend");
+	copy_str(h->compiler, sizeof(h->compiler), hdr, "compiler");
+	copy_str(h->commit, sizeof(h->commit), hdr, "commit");
+	copy_str(h->date, sizeof(h->date), hdr, "date");
+	copy_str(h->mode, sizeof(h->mode), hdr, "mode");
+	h->unit = str_of(hdr, "unit") && !strcmp(str_of(hdr, "unit"), "insn") ?
+		  BENCH_INSN : BENCH_NS;
+	cnt = json_object_array_length(results);
+	r = calloc(cnt ? cnt : 1, sizeof(*r));
+	if (!r) {
+		json_object_put(root);
+		return -ENOMEM;
+	}
+	for (i = 0; i < cnt; i++) {
+		struct json_object *e = json_object_array_get_idx(results, i);
+		struct json_object *samples;
+		const char *st = str_of(e, "status");
+		double v;
+		size_t j, ns;
+
+		r[i].suite = strdup(str_of(e, "suite") ? str_of(e, "suite") : "?");
+		r[i].name = strdup(str_of(e, "case") ? str_of(e, "case") : "?");
+		r[i].ref = str_of(e, "ref") ? strdup(str_of(e, "ref")) : NULL;
+		if (!r[i].suite || !r[i].name || (str_of(e, "ref") && !r[i].ref))
+			goto nomem;
+		r[i].unit = h->unit;
+		r[i].status = st && !strcmp(st, "ok") ? BENCH_OK :
+			      st && !strcmp(st, "skipped") ? BENCH_SKIPPED :
+			      BENCH_FAILED;
+		copy_str(r[i].why, sizeof(r[i].why), e, "reason");
+		if (r[i].status != BENCH_OK)
+			continue;
+		r[i].unit = str_of(e, "unit") && !strcmp(str_of(e, "unit"),
+							 "insn") ?
+			    BENCH_INSN : BENCH_NS;
+		num_of(e, "min", &r[i].st.min);
+		num_of(e, "median", &r[i].st.median);
+		num_of(e, "mean", &r[i].st.mean);
+		num_of(e, "std", &r[i].st.std);
+		num_of(e, "p99", &r[i].st.p99);
+		num_of(e, "max", &r[i].st.max);
+		num_of(e, "allocs_per_op", &r[i].allocs_per_op);
+		num_of(e, "ratio", &r[i].ratio);
+		num_of(e, "target_ns", &r[i].target);
+		num_of(e, "target_ratio", &r[i].target_ratio);
+		num_of(e, "ops_per_iter", &r[i].ops_per_iter);
+		if (!num_of(e, "iters", &v))
+			r[i].iters = (uint64_t)v;
+		if (!num_of(e, "bytes_per_op", &v))
+			r[i].bytes = (uint64_t)v;
+		if (json_object_object_get_ex(e, "samples", &samples) &&
+		    json_object_is_type(samples, json_type_array)) {
+			ns = json_object_array_length(samples);
+			r[i].samples = calloc(ns ? ns : 1, sizeof(double));
+			if (!r[i].samples)
+				goto nomem;
+			for (j = 0; j < ns; j++)
+				r[i].samples[j] = json_object_get_double(
+					json_object_array_get_idx(samples, j));
+			r[i].st.n = ns;
+		}
+	}
+	json_object_put(root);
+	*out = r;
+	*n = cnt;
+	return 0;
+nomem:
+	bench_results_free(r, cnt);
+	json_object_put(root);
+	return -ENOMEM;
+}
+
+/**
+ * bench_results_free() - free results made by run or bench_load_json()
+ * @r: the results (NULL is ignored)
+ * @n: how many
+ */
+void bench_results_free(struct bench_result *r, size_t n)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < n; i++) {
+		free(r[i].suite);
+		free(r[i].name);
+		free(r[i].samples);
+		free(r[i].ref);
+	}
+	free(r);
+}

@@ -69,6 +69,7 @@ struct bench_case {
  * @why: the reason when setup returns BENCH_SKIP, or an error message
  * @manual_ns: a run may measure its own time (e.g. fio's own report) and
  *	       store the elapsed clock units here; -1 means "time the call"
+ * @bytes: setup may set the bytes one operation moves (overrides the case's)
  */
 struct bench_run {
 	const struct bench_case *c;
@@ -77,6 +78,7 @@ struct bench_run {
 	enum bench_unit unit;
 	char why[192];
 	double manual_ns;
+	uint64_t bytes;
 };
 
 /**
@@ -107,7 +109,7 @@ enum bench_status { BENCH_OK, BENCH_SKIPPED, BENCH_FAILED };
  * @samples: per-repeat cost per operation (@st.n of them)
  * @allocs_per_op: malloc/calloc/realloc calls per operation
  * @bytes: bytes per operation (0: none)
- * @ref: the reference case, @ratio = median / reference median (0: none)
+ * @ref: the reference case (owned), @ratio = median / reference median
  * @target, @target_ratio: copied from the case
  * @note: copied from the case
  */
@@ -123,7 +125,7 @@ struct bench_result {
 	double *samples;
 	double allocs_per_op;
 	uint64_t bytes;
-	const char *ref;
+	char *ref;
 	double ratio;
 	double target;
 	double target_ratio;
@@ -177,6 +179,10 @@ int bench_write_plots(const char *dir, const struct bench_header *h,
 int bench_baseline_path(const char *name, char *buf, size_t len);
 int bench_baseline_compare(const char *path, const struct bench_result *r,
 			   size_t n, FILE *out);
+
+int bench_load_json(const char *path, struct bench_header *h,
+		    struct bench_result **out, size_t *n);
+void bench_results_free(struct bench_result *r, size_t n);
 
 /* The malloc counter (malloc_count.c). */
 uint64_t bench_malloc_count(void);

@@ -28,7 +28,7 @@ struct opts {
 	const char *suites;
 	const char *glob;
 	const char *size;
-	const char *json, *md, *plot, *save, *baseline;
+	const char *json, *md, *plot, *save, *baseline, *load;
 	int fast, list, tap, repeat;
 	enum bench_unit unit;
 };
@@ -170,11 +170,11 @@ static void run_case(const struct opts *o, const struct bench_case *c,
 	res->unit = o->unit;
 	res->ops_per_iter = ops;
 	res->bytes = c->bytes;
-	res->ref = c->ref;
+	res->ref = c->ref ? strdup(c->ref) : NULL;
 	res->target = c->target;
 	res->target_ratio = c->target_ratio;
 	res->note = c->note;
-	if (!res->suite || !res->name) {
+	if (!res->suite || !res->name || (c->ref && !res->ref)) {
 		res->status = BENCH_FAILED;
 		snprintf(res->why, sizeof(res->why), "out of memory");
 		return;
@@ -195,6 +195,8 @@ static void run_case(const struct opts *o, const struct bench_case *c,
 	}
 	if (err)
 		goto failed;
+	if (run.bytes)
+		res->bytes = run.bytes;
 	/* Calibrate: grow n until a call lasts about the target. */
 	for (;;) {
 		t = timed(c, &run, n, &err);
@@ -271,6 +273,7 @@ static void usage(FILE *f)
 	      "  --list             list the cases and exit\n"
 	      "  --tap              a TAP line per case\n"
 	      "  --json FILE, --md FILE, --plot DIR   write results\n"
+	      "  --load FILE        report a saved JSON run instead of running\n"
 	      "  --save-baseline NAME, --baseline NAME\n"
 	      "                     save / compare (>5% slower warns, >10% fails)\n",
 	      f);
@@ -293,6 +296,7 @@ int main(int argc, char **argv)
 		{ "plot", required_argument, NULL, 'p' },
 		{ "save-baseline", required_argument, NULL, 'S' },
 		{ "baseline", required_argument, NULL, 'B' },
+		{ "load", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -320,6 +324,7 @@ int main(int argc, char **argv)
 		case 'p': o.plot = optarg; break;
 		case 'S': o.save = optarg; break;
 		case 'B': o.baseline = optarg; break;
+		case 'L': o.load = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -339,6 +344,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (o.load) {
+		err = bench_load_json(o.load, &h, &res, &n);
+		if (err) {
+			fprintf(stderr, "tio-bench: %s: %s\n", o.load,
+				err == -EINVAL ? "not a tio-bench result" :
+				strerror(-err));
+			return 1;
+		}
+		bench_print_header(stdout, &h, "# ");
+		goto report;
+	}
 	for (c = bench_cases(); c; c = c->next)
 		if (selected(&o, c))
 			n++;
@@ -395,12 +411,15 @@ int main(int argc, char **argv)
 			    res[j].st.median > 0)
 				res[i].ratio = res[i].st.median / res[j].st.median;
 	}
+report:
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < i; j++)
 			if (!strcmp(res[j].suite, res[i].suite))
 				break;
 		if (j == i)
 			bench_print_table(stdout, res, n, res[i].suite);
+		if (res[i].status == BENCH_FAILED)
+			rc = 1;
 	}
 	if (o.json && (err = bench_write_json(o.json, &h, res, n))) {
 		fprintf(stderr, "tio-bench: %s: %s\n", o.json, strerror(-err));
@@ -441,11 +460,6 @@ int main(int argc, char **argv)
 			rc = 1;
 		}
 	}
-	for (i = 0; i < n; i++) {
-		free(res[i].suite);
-		free(res[i].name);
-		free(res[i].samples);
-	}
-	free(res);
+	bench_results_free(res, n);
 	return rc;
 }

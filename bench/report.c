@@ -374,8 +374,9 @@ static int plot_suite(const char *dir, const struct bench_header *h,
 	if (!f)
 		return -errno;
 	for (term = 0; term < 2; term++) {
-		fprintf(f, "set terminal %s size %zu,600\n",
-			term ? "pngcairo" : "svg", 200 + rows * 40);
+		fprintf(f, "set terminal %s size %zu,640\n",
+			term ? "pngcairo" : "svg",
+			rows < 12 ? (size_t)720 : 240 + rows * 40);
 		fprintf(f, "set output '%s/%s.%s'\n", dir, suite,
 			term ? "png" : "svg");
 		fprintf(f, "set title \"tio-bench %s, %s/op (%s, %s)\" noenhanced\n",
