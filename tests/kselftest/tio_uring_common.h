@@ -7,11 +7,13 @@
 #define TIO_URING_COMMON_H
 
 #include <errno.h>
+#include <glob.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include <liburing.h>
 #include <linux/tensorio.h>
@@ -77,12 +79,12 @@ static inline int tio_uring_submit(struct io_uring *ring, int fd, bool fixed,
 	return io_uring_submit(ring) >= 1 ? 0 : -EIO;
 }
 
-/* A value from debugfs tensorio/stats, or -1. */
-static inline long long tio_dbg_stat(const char *key)
+/* A value from a debugfs stats file, or -1. */
+static inline long long tio_dbg_read(const char *path, const char *key)
 {
 	char line[128], name[64];
 	long long val, ret = -1;
-	FILE *f = fopen("/sys/kernel/debug/tensorio/stats", "r");
+	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return -1;
@@ -91,6 +93,29 @@ static inline long long tio_dbg_stat(const char *key)
 		    !strcmp(name, key))
 			ret = val;
 	fclose(f);
+	return ret;
+}
+
+/* Module-wide: other tests' rings may still be tearing down. */
+static inline long long tio_dbg_stat(const char *key)
+{
+	return tio_dbg_read("/sys/kernel/debug/tensorio/stats", key);
+}
+
+/* The only open file of this process (debugfs files/PID.N/stats). */
+static inline long long tio_dbg_file_stat(const char *key)
+{
+	char pattern[96];
+	glob_t g;
+	long long ret = -1;
+
+	snprintf(pattern, sizeof(pattern),
+		 "/sys/kernel/debug/tensorio/files/%d.*/stats", (int)getpid());
+	if (glob(pattern, 0, NULL, &g))
+		return -1;
+	if (g.gl_pathc == 1)
+		ret = tio_dbg_read(g.gl_pathv[0], key);
+	globfree(&g);
 	return ret;
 }
 

@@ -528,12 +528,12 @@ TEST_F(async, completes_after_signal)
 	SUBMIT_WAIT(&w, 1);
 	ASSERT_TRUE(no_cqe(&self->ring));
 	EXPECT_EQ(77, w.status);		/* nothing written yet */
-	EXPECT_EQ(1, tio_dbg_stat("parked_uring"));
+	EXPECT_EQ(1, tio_dbg_file_stat("parked_uring"));
 	ASSERT_EQ(0, signal_to(self->fd, 1, 0));
 	ASSERT_EQ(0, reap(&self->ring, &tag));
 	EXPECT_EQ(1, tag);
 	EXPECT_EQ(0, w.status);
-	EXPECT_EQ(0, tio_dbg_stat("parked_uring"));
+	EXPECT_EQ(0, tio_dbg_file_stat("parked_uring"));
 }
 
 TEST_F(async, carries_fence_error)
@@ -567,7 +567,7 @@ TEST_F(async, in_order_of_signal)
 		EXPECT_TRUE(tag == 1 || tag == 2);
 	}
 	ASSERT_TRUE(no_cqe(&self->ring));
-	EXPECT_EQ(1, tio_dbg_stat("parked_uring"));
+	EXPECT_EQ(1, tio_dbg_file_stat("parked_uring"));
 	/* The last one is cancelled by the close in the teardown. */
 }
 
@@ -578,7 +578,7 @@ TEST_F(async, times_out)
 	ASSERT_EQ(1, emit(self->fd));
 	SUBMIT_WAIT(&w, 1);
 	EXPECT_EQ(-ETIME, reap(&self->ring, NULL));
-	EXPECT_EQ(0, tio_dbg_stat("parked_uring"));
+	EXPECT_EQ(0, tio_dbg_file_stat("parked_uring"));
 }
 
 TEST_F(async, close_cancels)
