@@ -173,10 +173,30 @@ TEST_F(baseline, other_unit_or_new_case_is_not_compared)
 	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 2, NULL));
 }
 
+TEST_F(baseline, saved_run_loads_back)
+{
+	struct bench_result *r = NULL;
+	struct bench_header h;
+	size_t n = 0;
+
+	ASSERT_EQ(0, bench_load_json(self->path, &h, &r, &n));
+	ASSERT_EQ(2, n);
+	EXPECT_STREQ("overhead", r[1].suite);
+	EXPECT_STREQ("info/uring/b64", r[1].name);
+	EXPECT_EQ(BENCH_OK, r[1].status);
+	EXPECT_EQ(BENCH_INSN, r[1].unit);
+	EXPECT_TRUE(NEAR(r[1].st.median, 400));
+	ASSERT_EQ(1, r[1].st.n);
+	EXPECT_TRUE(NEAR(r[1].samples[0], 400));
+	bench_results_free(r, n);
+}
+
 TEST(baseline_missing_or_garbage_file_is_an_error)
 {
 	char path[] = "/tmp/tio-bench-test-XXXXXX";
-	struct bench_result cur[1];
+	struct bench_result cur[1], *r = NULL;
+	struct bench_header h;
+	size_t n = 0;
 	double s[1];
 	FILE *f;
 	int fd;
@@ -190,6 +210,8 @@ TEST(baseline_missing_or_garbage_file_is_an_error)
 	fputs("{\"results\": 3}", f);
 	fclose(f);
 	EXPECT_EQ(-EINVAL, bench_baseline_compare(path, cur, 1, NULL));
+	EXPECT_EQ(-EINVAL, bench_load_json(path, &h, &r, &n));
+	EXPECT_EQ(NULL, r);
 	unlink(path);
 }
 
