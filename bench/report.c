@@ -291,15 +291,15 @@ int bench_write_md(const char *path, const struct bench_header *h,
 			continue;
 		fprintf(f, "\n## %s (%s/op)\n\n", r[i].suite,
 			bench_unit_name(r[i].unit));
-		fputs("| case | min | median | p99 | std % | allocs/op | ratio | target |\n"
-		      "|---|---:|---:|---:|---:|---:|---:|---|\n", f);
+		fputs("| case | min | median | p99 | std % | allocs/op | GB/s | ratio | target |\n"
+		      "|---|---:|---:|---:|---:|---:|---:|---:|---|\n", f);
 		for (j = i; j < n; j++) {
 			const struct bench_result *x = &r[j];
 
 			if (strcmp(x->suite, r[i].suite))
 				continue;
 			if (x->status != BENCH_OK) {
-				fprintf(f, "| %s | %s: %s | | | | | | |\n", x->name,
+				fprintf(f, "| %s | %s: %s | | | | | | | |\n", x->name,
 					x->status == BENCH_SKIPPED ? "skipped" : "FAILED",
 					x->why);
 				continue;
@@ -311,6 +311,10 @@ int bench_write_md(const char *path, const struct bench_header *h,
 				num(c, sizeof(c), x->st.p99),
 				x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0,
 				x->allocs_per_op);
+			if (x->unit == BENCH_NS && x->bytes && x->st.median > 0)
+				fprintf(f, "%.2f | ", (double)x->bytes / x->st.median);
+			else
+				fputs(" | ", f);
 			if (x->ratio > 0)
 				fprintf(f, "%.3fx | %s |\n", x->ratio, tgt);
 			else
