@@ -22,6 +22,10 @@
 
 #include <liburing.h>
 #include <linux/tensorio.h>
+#include <tensorio/buffer.h>
+#include <tensorio/context.h>
+#include <tensorio/error.h>
+#include <tensorio/stream.h>
 
 #include "bench.h"
 
@@ -428,6 +432,87 @@ static void badioctl_teardown(struct bench_run *run)
 	close((int)(intptr_t)run->state);
 }
 
+/*
+ * The same operations through libtensorio, on whichever backend it picked
+ * (kernel in the VM; user, memfd + futex emulation, on the host): the
+ * rows that show what the library adds, and the user backend's cost.
+ */
+struct libst {
+	tio_stream_t *stream;
+};
+
+static int lib_setup(struct bench_run *run)
+{
+	struct libst *s;
+
+	if (tio_init()) {
+		tio_error_clear();
+		return bench_skip(run, "tio_init failed: no usable backend");
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return bench_fail(run, ENOMEM, "state");
+	if (ARG_KIND(run->c->arg) == K_FENCE && tio_stream_create(&s->stream)) {
+		tio_error_clear();
+		free(s);
+		return bench_fail(run, EPROTO, "tio_stream_create (%s backend)",
+				  tio_backend_name());
+	}
+	run->state = s;
+	return 0;
+}
+
+static void lib_teardown(struct bench_run *run)
+{
+	struct libst *s = run->state;
+
+	if (!s)
+		return;
+	if (s->stream)
+		tio_stream_release(s->stream);
+	free(s);
+	run->state = NULL;
+}
+
+static int lib_run(struct bench_run *run, uint64_t n)
+{
+	struct libst *s = run->state;
+	struct tio_info info;
+	uint64_t i, seq;
+
+	for (i = 0; i < n; i++) {
+		switch (ARG_KIND(run->c->arg)) {
+		case K_INFO:
+			if (tio_driver_info(&info))
+				goto fail;
+			break;
+		case K_BUF: {
+			tio_buffer_t *b;
+
+			if (tio_buffer_alloc(4096, NULL, &b))
+				goto fail;
+			tio_buffer_release(b);
+			break;
+		}
+		case K_FENCE:
+			if (tio_stream_emit(s->stream, &seq) ||
+			    tio_stream_signal(s->stream, seq, 0))
+				goto fail;
+			break;
+		}
+	}
+	return 0;
+fail:
+	tio_error_clear();
+	return bench_fail(run, EPROTO, "library call failed (%s backend)",
+			  tio_backend_name());
+}
+
+#define LIBROW(n, k, r, what) {						\
+	.suite = "overhead", .name = n, .ref = r, .note = what,		\
+	.setup = lib_setup, .run = lib_run, .teardown = lib_teardown,	\
+	.arg = ARG(k, P_IOCTL, 1) }
+
 #define ROW(n, k, p, b, sz, r, tr, what) {				\
 	.suite = "overhead", .name = n, .size = sz, .ref = r,		\
 	.ops = b, .target_ratio = tr, .note = what,			\
@@ -461,6 +546,11 @@ static struct bench_case cases[] = {
 	KIND_ROWS("info", K_INFO, "TIO_IOC_INFO, the driver's no-op"),
 	KIND_ROWS("buf4k", K_BUF, "a 4 KiB buffer BUF_ALLOC + BUF_FREE"),
 	KIND_ROWS("fence", K_FENCE, "FENCE_EMIT + FENCE_SIGNAL on one stream"),
+	LIBROW("info/lib", K_INFO, "info/ioctl", "tio_driver_info (either backend)"),
+	LIBROW("buf4k/lib", K_BUF, "buf4k/ioctl",
+	       "tio_buffer_alloc(4096) + release (either backend)"),
+	LIBROW("fence/lib", K_FENCE, "fence/ioctl",
+	       "tio_stream_emit + tio_stream_signal (either backend)"),
 };
 
 static void __attribute__((constructor)) overhead_register(void)

@@ -5,7 +5,8 @@
 # mode (TCG, -icount shift=0: the guest clock counts instructions) with the
 # module, runs the "overhead" suite there (guest instructions per op), then
 # the "ffi" suite on the host (ns per op), and prints both tables with the
-# targets beside them. Results: build/run/{overhead-vm,ffi-host}.json.
+# targets beside them, and the overhead suite's library rows on the host's
+# user backend. Results: build/run/{overhead-vm,overhead-host,ffi-host}.json.
 # KVER=release picks the kernel (default: the oldest supported series);
 # TIO_RUN_ARGS adds tio-bench options to both runs (e.g. --fast).
 set -euo pipefail
@@ -42,9 +43,13 @@ tests/vm/run.sh -i -k "$kver" -m "build/kmod/$kver/kmod/tensorio.ko" \
 		{ print; fflush() }' || rc=1
 
 echo
+echo "# make run: overhead through libtensorio on the host's user backend (ns/op)"
+TIO_COMMIT=$commit TIO_BACKEND=user build/bench/tio-bench --suite overhead \
+	--case '*/lib' --json "$out/overhead-host.json" $args || rc=1
+echo
 echo "# make run: ffi suite on the host (ns/op)"
 TIO_COMMIT=$commit build/bench/tio-bench --suite ffi \
 	--json "$out/ffi-host.json" $args || rc=1
 echo
-echo "# results: $out/overhead-vm.json, $out/ffi-host.json"
+echo "# results: $out/overhead-vm.json, $out/overhead-host.json, $out/ffi-host.json"
 exit $rc
