@@ -20,6 +20,8 @@ static void tio_buffer_finalize(void *self)
 	struct tio_buffer *buf = self;
 	struct tio_handle_op op = { .handle = (uint32_t)buf->handle };
 
+	if (buf->gpu_release)
+		buf->gpu_release(buf);
 	if (buf->mapped)
 		buf->ctx->ops->unmap(buf->ctx, buf->data, (size_t)buf->size);
 	/* Cannot fail for a handle we own; nothing to report to anyway. */

@@ -96,8 +96,10 @@ int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size);
  * @mmap_offset: the backend's mmap offset
  * @data: the mapping, or NULL until mapped
  * @mapped: whether @data is ours to unmap
- * @lock: protects @data
+ * @lock: protects @data, @gpu and @gpu_release
  * @ctx: the context
+ * @gpu: a GPU registration of @data (cuda.c), or NULL
+ * @gpu_release: undoes @gpu; the finalizer calls it first
  */
 struct tio_buffer {
 	tio_object_t header;
@@ -109,6 +111,8 @@ struct tio_buffer {
 	int mapped;
 	pthread_mutex_t lock;
 	struct tio_ctx *ctx;
+	void *gpu;
+	void (*gpu_release)(void *obj);
 };
 
 /**
@@ -118,8 +122,10 @@ struct tio_buffer {
  * @context: the timeline's fence context
  * @seqno_offset: mmap offset of the seqno page
  * @word: the mapped seqno word, or NULL until mapped
- * @lock: protects @word
+ * @lock: protects @word, @gpu and @gpu_release
  * @ctx: the context
+ * @gpu: a GPU registration of the seqno page (cuda.c), or NULL
+ * @gpu_release: undoes @gpu; the finalizer calls it first
  */
 struct tio_stream {
 	tio_object_t header;
@@ -129,6 +135,8 @@ struct tio_stream {
 	const volatile uint64_t *word;
 	pthread_mutex_t lock;
 	struct tio_ctx *ctx;
+	void *gpu;
+	void (*gpu_release)(void *obj);
 };
 
 /* buffer.c, stream.c: wrap a handle the backend just created. */

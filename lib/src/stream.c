@@ -17,6 +17,8 @@ static void tio_stream_finalize(void *self)
 	struct tio_stream *s = self;
 	struct tio_handle_op op = { .handle = (uint32_t)s->handle };
 
+	if (s->gpu_release)
+		s->gpu_release(s);
 	if (s->word)
 		s->ctx->ops->unmap(s->ctx, (void *)s->word, s->ctx->page_size);
 	s->ctx->ops->exec(s->ctx, TIO_IOC_STREAM_DESTROY, &op);
