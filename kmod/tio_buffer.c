@@ -12,6 +12,7 @@
 #include <linux/overflow.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 
@@ -60,9 +61,42 @@ static int tio_buffer_obj_mmap(struct tio_obj *obj, struct vm_area_struct *vma)
 	return dma_buf_mmap(buf->dmabuf, vma, vma->vm_pgoff);
 }
 
+static const char *const tio_buffer_kinds[] = {
+	[TIO_BUF_KIND_ALLOC] = "alloc",
+	[TIO_BUF_KIND_USER] = "user",
+	[TIO_BUF_KIND_IMPORT] = "import",
+};
+
+/* debugfs files/PID.N/objects: kind, size, state and the descriptor. */
+static void tio_buffer_show(struct tio_obj *obj, struct seq_file *m)
+{
+	struct tio_buffer *buf = to_tio_buffer(obj);
+	const struct tio_tensor_desc *d = &buf->desc;
+	unsigned int i;
+
+	mutex_lock(&buf->lock);
+	seq_printf(m, "buffer %s size=%zu%s%s", tio_buffer_kinds[buf->kind],
+		   buf->size, buf->readonly ? " readonly" : "",
+		   buf->dmabuf ? " exported" : "");
+	if (buf->has_desc) {
+		seq_printf(m, " dtype=%u:%u:%u offset=%llu shape=", d->code,
+			   d->bits, d->lanes, d->byte_offset);
+		for (i = 0; i < d->ndim; i++)
+			seq_printf(m, "%s%lld", i ? "x" : "", d->shape[i]);
+		if (d->flags & TIO_DESC_F_STRIDED) {
+			seq_puts(m, " strides=");
+			for (i = 0; i < d->ndim; i++)
+				seq_printf(m, "%s%lld", i ? "," : "", d->strides[i]);
+		}
+	}
+	mutex_unlock(&buf->lock);
+	seq_putc(m, '\n');
+}
+
 static const struct tio_obj_ops tio_buffer_ops = {
 	.release = tio_buffer_release,
 	.mmap = tio_buffer_obj_mmap,
+	.show = tio_buffer_show,
 };
 
 /**
@@ -88,7 +122,8 @@ struct tio_buffer *tio_buffer_alloc_struct(u32 kind)
 }
 
 /**
- * tio_buffer_free_struct() - free the structure of a released buffer
+ * tio_buffer_free_struct() - free the structure of a released buffer (after
+ * an RCU grace period: lookups may still be reading its header)
  * @buf: the buffer, its backing already released
  */
 void tio_buffer_free_struct(struct tio_buffer *buf)
@@ -96,7 +131,7 @@ void tio_buffer_free_struct(struct tio_buffer *buf)
 	dma_resv_fini(&buf->resv);
 	mutex_destroy(&buf->lock);
 	kvfree(buf->pages);
-	kfree(buf);
+	kfree_rcu(buf, obj.rcu);
 }
 
 /*

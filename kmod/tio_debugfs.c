@@ -8,6 +8,7 @@
  *                   handler (write anything to reset)
  *   timing          1: time every handler (default), 0: count only
  *   files/PID.N/stats  the same counts for one open file
+ *   files/PID.N/objects  one line per buffer and stream of that file
  *
  * Locking: tio_files_lock (a mutex) protects tio_files, the list of open
  * files; a file is on it from open until release, so readers holding the
@@ -98,6 +99,31 @@ static int tio_file_stats_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(tio_file_stats);
 
+/*
+ * One line per object: "HANDLE TYPE details". Each object is referenced
+ * while it is printed, outside the xarray lock, so its show() may sleep.
+ */
+static int tio_file_objects_show(struct seq_file *m, void *unused)
+{
+	struct tio_file *tf = m->private;
+	unsigned long index;
+	struct tio_obj *obj;
+
+	rcu_read_lock();
+	xa_for_each(&tf->objs, index, obj) {
+		if (!kref_get_unless_zero(&obj->ref))
+			continue;
+		rcu_read_unlock();
+		seq_printf(m, "%lu ", index);
+		obj->ops->show(obj, m);
+		tio_obj_put(obj);
+		rcu_read_lock();
+	}
+	rcu_read_unlock();
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(tio_file_objects);
+
 static int tio_commands_open(struct inode *inode, struct file *file)
 {
 	return single_open(file, tio_cmd_stats_show, NULL);
@@ -180,6 +206,7 @@ void tio_debugfs_file_add(struct tio_file *tf)
 	mutex_unlock(&tio_files_lock);
 	tf->dbg = debugfs_create_dir(name, tio_dbg_files);
 	debugfs_create_file("stats", 0444, tf->dbg, tf, &tio_file_stats_fops);
+	debugfs_create_file("objects", 0444, tf->dbg, tf, &tio_file_objects_fops);
 }
 
 /**

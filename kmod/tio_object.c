@@ -3,6 +3,11 @@
  * Per-file object table: handles are small integers, private to the open
  * file that created them. Another file reaches an object only through a
  * dma-buf or sync_file fd.
+ *
+ * Lookups take no lock: under RCU they find the object and take a
+ * reference with kref_get_unless_zero(). An object removed and released
+ * concurrently stays readable until a grace period has passed because
+ * every release frees its structure with kfree_rcu().
  */
 #include <linux/err.h>
 #include <linux/rcupdate.h>

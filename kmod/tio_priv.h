@@ -36,16 +36,20 @@ enum tio_obj_type {
 	TIO_OBJ_STREAM,
 };
 
+struct seq_file;
 struct tio_obj;
 
 /**
  * struct tio_obj_ops - what an object type does
- * @release: free the object; called once the last reference is gone
+ * @release: free the object, its structure with kfree_rcu(ptr, obj.rcu);
+ *	     called once the last reference is gone
  * @mmap: map the object into @vma; vma->vm_pgoff is relative to the object
+ * @show: describe the object in one debugfs line, without the handle
  */
 struct tio_obj_ops {
 	void (*release)(struct tio_obj *obj);
 	int (*mmap)(struct tio_obj *obj, struct vm_area_struct *vma);
+	void (*show)(struct tio_obj *obj, struct seq_file *m);
 };
 
 /**
@@ -54,12 +58,15 @@ struct tio_obj_ops {
  * @type: enum tio_obj_type
  * @handle: the handle in the owning file's table (0 once removed)
  * @ops: type operations
+ * @rcu: lookups run under RCU, so the structure is freed after a grace
+ *	 period: ops->release frees it with kfree_rcu(ptr, obj.rcu)
  */
 struct tio_obj {
 	struct kref ref;
 	u32 type;
 	u32 handle;
 	const struct tio_obj_ops *ops;
+	struct rcu_head rcu;
 };
 
 /**

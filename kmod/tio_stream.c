@@ -12,6 +12,7 @@
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
 
 #include "tio_compat.h"
@@ -282,7 +283,7 @@ static void tio_stream_release(struct tio_obj *obj)
 
 	tio_timeline_cancel(s->tl);
 	tio_timeline_put(s->tl);
-	kfree(s);
+	kfree_rcu(s, obj.rcu);
 }
 
 /*
@@ -302,9 +303,27 @@ static int tio_stream_mmap(struct tio_obj *obj, struct vm_area_struct *vma)
 	return vm_insert_page(vma, vma->vm_start, s->tl->page);
 }
 
+/* debugfs files/PID.N/objects: the timeline's fence state. */
+static void tio_stream_show(struct tio_obj *obj, struct seq_file *m)
+{
+	struct tio_stream *s = container_of(obj, struct tio_stream, obj);
+	struct tio_timeline *tl = s->tl;
+	u64 context, emitted, signalled;
+	unsigned long flags;
+
+	spin_lock_irqsave(&tl->lock, flags);
+	context = tl->context;
+	emitted = tl->emitted;
+	signalled = tl->signalled;
+	spin_unlock_irqrestore(&tl->lock, flags);
+	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu\n",
+		   context, emitted, signalled, emitted - signalled);
+}
+
 static const struct tio_obj_ops tio_stream_ops = {
 	.release = tio_stream_release,
 	.mmap = tio_stream_mmap,
+	.show = tio_stream_show,
 };
 
 static struct tio_timeline *tio_timeline_create(void)
