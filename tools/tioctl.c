@@ -15,6 +15,13 @@ static const struct {
 } cmds[] = {
 	{ "info", cmd_info, "driver and uapi version, features, limits, parameters" },
 	{ "stat", cmd_stat, "object and per-command counters from debugfs" },
+	{ "ls", cmd_ls, "every open file's buffers and streams (debugfs)" },
+	{ "alloc", cmd_alloc, "SIZE [--dtype T [--shape AxB]]: allocate, touch, describe, free" },
+	{ "export", cmd_export, "SIZE [--dtype T [--shape AxB]] [--hold]: a dma-buf fd" },
+	{ "import", cmd_import, "FD|PID:FD: import a dma-buf and describe it" },
+	{ "signal", cmd_signal, "[--error E] [--hold]: a sync_file, signalled when stdin ends" },
+	{ "wait", cmd_wait, "FD|PID:FD [--timeout MS]: wait for a sync_file" },
+	{ "load-safetensors", cmd_safetensors, "FILE: load into one pinned buffer, list tensors" },
 };
 
 static void usage(FILE *f)
@@ -23,7 +30,7 @@ static void usage(FILE *f)
 
 	fprintf(f, "usage: tioctl [--json] [--watch N [--count M]] COMMAND [ARGS]\n\ncommands:\n");
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].help);
+		fprintf(f, "  %-17s %s\n", cmds[i].name, cmds[i].help);
 	fprintf(f, "\nexit status: 0 ok, 1 the command failed, 2 no usable device or bad usage\n");
 }
 

@@ -27,7 +27,22 @@ void tioctl_err(const char *what, int err);
 /* Print a "key value" file as a table or JSON members; -errno on failure. */
 int tioctl_print_kv(const char *path, int json, const char *indent);
 
+/* lib_util.c: subcommands that go through libtensorio */
+struct tio_tensor_desc;
+int tioctl_lib_err(const char *what);
+int tioctl_parse_size(const char *s, unsigned long long *out);
+int tioctl_parse_desc(const char *dtype, const char *shape, struct tio_tensor_desc *desc);
+int tioctl_get_fd(const char *spec);
+void tioctl_hold(void);
+
 int cmd_info(const struct tioctl_opts *o, int argc, char **argv);
 int cmd_stat(const struct tioctl_opts *o, int argc, char **argv);
+int cmd_ls(const struct tioctl_opts *o, int argc, char **argv);
+int cmd_alloc(const struct tioctl_opts *o, int argc, char **argv);
+int cmd_export(const struct tioctl_opts *o, int argc, char **argv);
+int cmd_import(const struct tioctl_opts *o, int argc, char **argv);
+int cmd_signal(const struct tioctl_opts *o, int argc, char **argv);
+int cmd_wait(const struct tioctl_opts *o, int argc, char **argv);
+int cmd_safetensors(const struct tioctl_opts *o, int argc, char **argv);
 
 #endif /* TIOCTL_H */

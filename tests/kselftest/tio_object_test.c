@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The per-file object table: lookups racing frees, wrong-type handles and
+ * the debugfs listing of a file's objects. The race is a stress, not a
+ * proof: the window it probes (between xa_load() and the kref check,
+ * closed by freeing objects after an RCU grace period) is a few
+ * instructions wide, so a regression there shows only now and then, under
+ * the debug kernel's KASAN.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/tensorio.h>
+
+#include "kselftest_harness.h"
+
+#define ROUNDS 3000
+
+struct race {
+	int fd;
+	volatile int stop;
+	unsigned long hits;
+};
+
+/* Look up every low handle, as fast as possible, while they come and go. */
+static void *lookup_thread(void *arg)
+{
+	struct race *r = arg;
+	struct tio_buf_info info;
+	__u32 h;
+
+	while (!r->stop) {
+		for (h = 1; h <= 4; h++) {
+			memset(&info, 0, sizeof(info));
+			info.handle = h;
+			if (!ioctl(r->fd, TIO_IOC_BUF_INFO, &info))
+				r->hits++;
+		}
+	}
+	return NULL;
+}
+
+FIXTURE(table) {
+	int fd;
+};
+
+FIXTURE_SETUP(table)
+{
+	self->fd = open("/dev/tensorio", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(table)
+{
+	close(self->fd);
+}
+
+TEST_F(table, lookups_race_frees)
+{
+	struct race r = { .fd = self->fd };
+	pthread_t th[2];
+	int i, n;
+
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, lookup_thread, &r));
+	for (n = 0; n < ROUNDS; n++) {
+		struct tio_buf_alloc a = { .size = 4096 };
+		struct tio_handle_op f = { 0 };
+		struct tio_stream_create s = { 0 };
+		struct tio_handle_op d = { 0 };
+
+		ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_BUF_ALLOC, &a));
+		ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_STREAM_CREATE, &s));
+		f.handle = a.handle;
+		ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_BUF_FREE, &f));
+		d.handle = s.handle;
+		ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_STREAM_DESTROY, &d));
+	}
+	r.stop = 1;
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	TH_LOG("%lu successful lookups raced %d alloc/free rounds", r.hits, ROUNDS);
+}
+
+TEST_F(table, wrong_type_is_enoent)
+{
+	struct tio_stream_create s = { 0 };
+	struct tio_buf_info info = { 0 };
+
+	ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_STREAM_CREATE, &s));
+	info.handle = s.handle;
+	EXPECT_EQ(-1, ioctl(self->fd, TIO_IOC_BUF_INFO, &info));
+	EXPECT_EQ(ENOENT, errno);
+}
+
+static int read_objects(char *buf, size_t len)
+{
+	FILE *f;
+	size_t n;
+
+	f = popen("cat /sys/kernel/debug/tensorio/files/*/objects 2>/dev/null", "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, len - 1, f);
+	buf[n] = 0;
+	pclose(f);
+	return 0;
+}
+
+TEST_F(table, debugfs_lists_objects)
+{
+	struct tio_tensor_desc desc = { .code = TIO_DTYPE_FLOAT, .bits = 32,
+					.lanes = 1, .ndim = 2,
+					.shape = { 4, 256 } };
+	struct tio_buf_alloc a = { .size = 4096, .desc_ptr = (unsigned long)&desc };
+	struct tio_stream_create s = { 0 };
+	struct tio_fence_emit e = { 0 };
+	char buf[4096], line[256];
+
+	if (access("/sys/kernel/debug/tensorio/stats", R_OK))
+		SKIP(return, "no debugfs");
+	ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_BUF_ALLOC, &a));
+	ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_STREAM_CREATE, &s));
+	e.stream = s.handle;
+	ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_FENCE_EMIT, &e));
+	ASSERT_EQ(0, read_objects(buf, sizeof(buf)));
+	snprintf(line, sizeof(line),
+		 "%u buffer alloc size=4096 dtype=2:32:1 offset=0 shape=4x256\n", a.handle);
+	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("objects:\n%s", buf);
+	snprintf(line, sizeof(line), "%u stream context=", s.handle);
+	EXPECT_NE(NULL, strstr(buf, line)) TH_LOG("objects:\n%s", buf);
+	EXPECT_NE(NULL, strstr(buf, "emitted=1 signalled=0 pending=1")) TH_LOG("objects:\n%s", buf);
+}
+
+TEST_HARNESS_MAIN
