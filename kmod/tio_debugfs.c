@@ -6,7 +6,7 @@
  *                   bytes, blocking waits, parked io_uring waits
  *   commands        per command: calls, errors, total and max ns in the
  *                   handler (write anything to reset)
- *   timing          1: time every handler (default), 0: count only
+ *   timing          1: time every handler, 0: count only (default)
  *   files/PID.N/stats  the same counts for one open file
  *   files/PID.N/objects  one line per buffer and stream of that file
  *

@@ -147,7 +147,7 @@ int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data);
 void tio_cmd_account(unsigned int cmd, int ret, u64 ns);
 int tio_cmd_stats_show(struct seq_file *m, void *unused);
 void tio_cmd_stats_reset(void);
-extern struct static_key_true tio_stats_timing;
+extern struct static_key_false tio_stats_timing;
 
 /* tio_uring.c */
 struct io_uring_cmd;

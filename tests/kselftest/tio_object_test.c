@@ -137,4 +137,67 @@ TEST_F(table, debugfs_lists_objects)
 	EXPECT_NE(NULL, strstr(buf, "emitted=1 signalled=0 pending=1")) TH_LOG("objects:\n%s", buf);
 }
 
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -1;
+	ret = fputs(text, f) < 0 ? -1 : 0;
+	return fclose(f) ? -1 : ret;
+}
+
+/* calls and total_ns of INFO in debugfs tensorio/commands. */
+static int info_stats(unsigned long long *calls, unsigned long long *ns)
+{
+	char line[256], name[32];
+	unsigned long long c, e, t, m;
+	FILE *f = fopen("/sys/kernel/debug/tensorio/commands", "r");
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%31s %llu %llu %llu %llu", name, &c, &e, &t, &m) == 5 &&
+		    !strcmp(name, "INFO")) {
+			*calls = c;
+			*ns = t;
+			found = 0;
+		}
+	fclose(f);
+	return found;
+}
+
+TEST_F(table, debugfs_timing_switch)
+{
+	const char *cmds = "/sys/kernel/debug/tensorio/commands";
+	const char *timing = "/sys/kernel/debug/tensorio/timing";
+	unsigned long long calls, ns;
+	struct tio_info info;
+	int i;
+
+	if (access(timing, W_OK))
+		SKIP(return, "no debugfs");
+	/* Off by default: calls counted, no time. */
+	ASSERT_EQ(0, write_file(cmds, "0"));
+	for (i = 0; i < 10; i++) {
+		memset(&info, 0, sizeof(info));
+		ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_INFO, &info));
+	}
+	ASSERT_EQ(0, info_stats(&calls, &ns));
+	EXPECT_EQ(10, calls);
+	EXPECT_EQ(0, ns);
+	ASSERT_EQ(0, write_file(timing, "1"));
+	for (i = 0; i < 10; i++) {
+		memset(&info, 0, sizeof(info));
+		ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_INFO, &info));
+	}
+	ASSERT_EQ(0, write_file(timing, "0"));
+	ASSERT_EQ(0, info_stats(&calls, &ns));
+	EXPECT_EQ(20, calls);
+	EXPECT_LT(0, ns);
+	EXPECT_EQ(-1, write_file(timing, "2"));
+}
+
 TEST_HARNESS_MAIN
