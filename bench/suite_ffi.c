@@ -119,7 +119,7 @@ static tio_safe_call_t const callee[] = {
 
 enum { C_NOOP, C_INT1, C_FLOAT1, C_INT2, C_STR, C_DLT, C_TENSORS, C_CB,
        C_CHECKED, C_GLOBAL, LOOKUP, INCREF, DLPACK, STR_NEW, STR_SMALL,
-       B_CCALL, B_PACK, B_UNPACK, B_RESULT };
+       B_CCALL, B_ATOMIC, B_PACK, B_UNPACK, B_RESULT };
 
 static void ffi_teardown(struct bench_run *run)
 {
@@ -275,7 +275,7 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 	case STR_NEW:
 	case STR_SMALL:
 		for (i = 0; i < n && !err; i++) {
-			static const char text[] = "a string of 32 bytes, no more..";
+			static const char text[] = "a string of exactly forty bytes, no more";
 			size_t len = k == STR_SMALL ? 5 : sizeof(text) - 1;
 
 			err = tio_str_new(text, len, &ret);
@@ -290,6 +290,19 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 		for (i = 0; i < n; i++) {
 			bench_launder(fn);
 			err |= fn(NULL, args, 0, &ret);
+		}
+		break;
+	}
+	case B_ATOMIC: {
+		/*
+		 * The hardware floor of IncRef+DecRef: one atomic add and one
+		 * atomic subtract on a shared counter, nothing else.
+		 */
+		static uint64_t word = 1;
+
+		for (i = 0; i < n; i++) {
+			__atomic_fetch_add(&word, 1, __ATOMIC_RELAXED);
+			err |= __atomic_fetch_sub(&word, 1, __ATOMIC_ACQ_REL) == 1;
 		}
 		break;
 	}
@@ -353,9 +366,10 @@ static struct bench_case cases[] = {
 	FFI("lookup/global", LOOKUP, 20, "tio_func_get_global + DecRef"),
 	FFI("object/incref-decref", INCREF, 6, "IncRef + DecRef of a Function"),
 	FFI("dlpack/import-destroy", DLPACK, 12, "tio_tensor_from_dlpack + DecRef"),
-	FFI("str/create-destroy", STR_NEW, 0, "a 31-byte Str object, new + release"),
+	FFI("str/create-destroy", STR_NEW, 10, "a 40-byte Str object, new + release"),
 	FFI("str/small-create", STR_SMALL, 0, "a 5-byte SmallStr (inline, no alloc)"),
 	FFI("breakdown/c-indirect-call", B_CCALL, 0, "dispatch floor: plain indirect C call"),
+	FFI("breakdown/atomic-inc-dec", B_ATOMIC, 0, "refcount floor: atomic add + atomic sub"),
 	FFI("breakdown/pack-3", B_PACK, 0, "value conversion: int, float, str into Anys"),
 	FFI("breakdown/unpack-2", B_UNPACK, 0, "value conversion: Any -> int, float"),
 	FFI("breakdown/result-str", B_RESULT, 0, "result handling: callee returns a SmallStr, caller releases"),
