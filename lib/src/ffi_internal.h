@@ -72,14 +72,34 @@ static inline uint64_t tio__hash_bytes(const void *p, size_t n)
 		n -= 8;
 	}
 	if (n) {
-		w = 0;
-		memcpy(&w, s, n);
+		/* Byte by byte: a memcpy() of variable size is a call. */
+		for (w = 0; n; n--)
+			w = (w << 8) | s[n - 1];
 		h = (h ^ w) * 0xbf58476d1ce4e5b9ull;
 	}
 	h ^= h >> 32;
 	h *= 0x94d049bb133111ebull;
 	h ^= h >> 29;
 	return h;
+}
+
+/* Equality of two byte strings of length @n, inline (short names). */
+static inline int tio__bytes_eq(const void *a, const void *b, size_t n)
+{
+	const unsigned char *x = (const unsigned char *)a;
+	const unsigned char *y = (const unsigned char *)b;
+	uint64_t u, v;
+
+	for (; n >= 8; n -= 8, x += 8, y += 8) {
+		memcpy(&u, x, 8);
+		memcpy(&v, y, 8);
+		if (u != v)
+			return 0;
+	}
+	for (; n; n--)
+		if (*x++ != *y++)
+			return 0;
+	return 1;
 }
 
 /* Array of strings from a list of C strings (sorted by the caller). */

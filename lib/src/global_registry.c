@@ -266,7 +266,7 @@ int tio_func_get_global(const char *name, tio_object_t **out)
 	if (TIO_LIKELY(c && len <= CACHE_NAME_MAX)) {
 		ce = &c[hash & (CACHE_SIZE - 1)];
 		if (ce->gen == __atomic_load_n(&reg_gen, __ATOMIC_ACQUIRE) && ce->hash == hash &&
-		    ce->len == len && !memcmp(ce->name, name, len)) {
+		    ce->len == len && tio__bytes_eq(ce->name, name, len)) {
 			tio_object_incref(ce->func);
 			*out = ce->func;
 			return 0;

@@ -150,6 +150,50 @@ TEST(permanent_global_functions)
 	ASSERT_NO_LEAKS();
 }
 
+static int ident(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	*ret = tio_any_int((int64_t)(intptr_t)self);
+	return 0;
+}
+
+/*
+ * Names that share a length and differ only in one byte, before, inside
+ * and after the hash's whole words: every lookup (the first, then from the
+ * per-thread cache) finds its own function, and a near miss finds none.
+ */
+TEST(lookup_tells_near_names_apart)
+{
+	static const char *const names[] = {
+		"n.a", "n.b", "near.name.1234a", "near.name.1234b",
+		"near.name.12345678a", "near.name.12345678b",
+		"xear.name.12345678b",
+	};
+	const int n = sizeof(names) / sizeof(names[0]);
+	tio_any_t ret = tio_any_none();
+	tio_object_t *got;
+	int i, round;
+
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, tio_func_register_global(names[i], ident,
+						      (void *)(intptr_t)(i + 1), 1));
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < n; i++) {
+			ASSERT_EQ(0, tio_func_get_global(names[i], &got));
+			ASSERT_NE(NULL, got);
+			ASSERT_EQ(0, tio_func_call(got, NULL, 0, &ret));
+			EXPECT_EQ(i + 1, ret.v_int64) TH_LOG("%s", names[i]);
+			tio_object_decref(got);
+		}
+	}
+	ASSERT_EQ(0, tio_func_get_global("near.name.12345678c", &got));
+	EXPECT_EQ(NULL, got);
+	ASSERT_EQ(0, tio_func_get_global("n.c", &got));
+	EXPECT_EQ(NULL, got);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, tio_func_remove_global(names[i]));
+	ASSERT_NO_LEAKS();
+}
+
 TEST(registry_grows_and_long_names)
 {
 	char name[128];
