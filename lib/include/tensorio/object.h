@@ -129,6 +129,16 @@ static inline void tio_object_decref(tio_object_t *obj)
 
 	if (!obj)
 		return;
+	/*
+	 * The only strong reference and no weak one: no other thread may
+	 * touch the object any more, so it dies without an atomic RMW. The
+	 * acquire load pairs with the release of whoever dropped theirs.
+	 */
+	if (__atomic_load_n(&obj->combined_ref_count, __ATOMIC_ACQUIRE) ==
+	    TIO_REFCOUNT_INIT) {
+		obj->deleter(obj, TIO_DELETER_BOTH);
+		return;
+	}
 	old = __atomic_fetch_sub(&obj->combined_ref_count, 1, __ATOMIC_RELEASE);
 	if (old == TIO_REFCOUNT_INIT) {
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
