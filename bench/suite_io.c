@@ -11,6 +11,16 @@
  *                   8), its own reported bandwidth.
  * The file lives in $TIO_BENCH_DIR (default /var/tmp): 256 MiB, 16 MiB
  * with --fast.
+ *   safetensors/SIZE  tio_safetensors_load of a file written by
+ *                   tio_safetensors_save (16 MiB float32 tensors, all
+ *                   views of one block): 64 MiB small, 512 MiB medium,
+ *                   4 GiB large, reduced to half the free space of the
+ *                   directory and half the available memory (skipped when
+ *                   that is under 1 GiB); --fast: 16 MiB, small only.
+ *                   One op is load + free: pinned buffer allocation,
+ *                   io_uring read (O_DIRECT where aligned, so unlike the
+ *                   rows above it reads the disk, not the page cache),
+ *                   header parse and checks.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,10 +28,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
+#include <tensorio/context.h>
+#include <tensorio/error.h>
+#include <tensorio/safetensors.h>
 
 #include "bench.h"
 
@@ -245,6 +260,157 @@ static int io_run(struct bench_run *run, uint64_t n)
 	return err;
 }
 
+/* safetensors load: the file is written in setup, deleted in teardown. */
+#define ST_TENSOR	(16UL << 20)
+
+static struct {
+	const char *label;
+	char note[160];
+} st_rows[3] = { { "small" }, { "medium" }, { "large" } };
+
+static const char *bench_dir(void)
+{
+	const char *dir = getenv("TIO_BENCH_DIR");
+
+	return dir && *dir ? dir : "/var/tmp";
+}
+
+/* Half the available memory, from /proc/meminfo (0 when unknown). */
+static uint64_t half_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kb = 0;
+	char line[128];
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024 / 2;
+}
+
+static int st_setup(struct bench_run *run)
+{
+	unsigned int row = (unsigned int)run->c->arg;
+	uint64_t want = row == 0 ? 64ULL << 20 : row == 1 ? 512ULL << 20 : 4ULL << 30;
+	uint64_t i, n, half_mem;
+	const char *dir = bench_dir();
+	struct istate *s;
+	struct statvfs sv;
+	struct stat sb;
+	void *blk = NULL;
+	int64_t shape = ST_TENSOR / 4;
+	DLTensor t = { .device = { kDLCPU, 0 }, .ndim = 1,
+		       .dtype = { kDLFloat, 32, 1 }, .shape = &shape };
+	const DLTensor **tv = NULL;
+	char **names = NULL;
+	int err = 0, fd;
+
+	if (run->fast && row)
+		return bench_skip(run, "--fast runs the small file only");
+	if (run->fast)
+		want = ST_TENSOR;
+	if (statvfs(dir, &sv))
+		return bench_skip(run, "statvfs %s: %s", dir, strerror(errno));
+	/* Twice the file free, so that the bench never fills the disk. */
+	if (row == 2) {
+		uint64_t cap = (uint64_t)sv.f_bavail * sv.f_frsize / 2;
+
+		half_mem = half_mem_available();
+		if (half_mem && half_mem < cap)
+			cap = half_mem;
+		if (cap < want)
+			want = cap / ST_TENSOR * ST_TENSOR;
+		if (want < (1ULL << 30))
+			return bench_skip(run, "under 1 GiB fits in %s (2x free) "
+					  "and memory", dir);
+	} else if ((uint64_t)sv.f_bavail * sv.f_frsize < 2 * want) {
+		return bench_skip(run, "%s has under 2x %llu MiB free", dir,
+				  (unsigned long long)(want >> 20));
+	}
+	n = want / ST_TENSOR;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return bench_fail(run, ENOMEM, "state");
+	run->state = s;
+	s->size = want;
+	snprintf(s->path, sizeof(s->path), "%s/tio-bench-st.XXXXXX", dir);
+	fd = mkstemp(s->path);
+	if (fd < 0) {
+		s->path[0] = 0;
+		err = bench_skip(run, "cannot create a file in %s: %s", dir,
+				 strerror(errno));
+		goto out;
+	}
+	close(fd);
+	blk = malloc(ST_TENSOR);
+	tv = calloc(n, sizeof(*tv));
+	names = calloc(n, sizeof(*names));
+	if (!blk || !tv || !names) {
+		err = bench_fail(run, ENOMEM, "tensors");
+		goto out;
+	}
+	memset(blk, 0x3c, ST_TENSOR);
+	t.data = blk;
+	for (i = 0; i < n; i++) {
+		tv[i] = &t;
+		if (asprintf(&names[i], "layers.%llu.weight",
+			     (unsigned long long)i) < 0) {
+			names[i] = NULL;
+			err = bench_fail(run, ENOMEM, "names");
+			goto out;
+		}
+	}
+	if (tio_safetensors_save(s->path, (const char *const *)names, tv,
+				 (int64_t)n)) {
+		err = bench_skip(run, "tio_safetensors_save %llu MiB: %s",
+				 (unsigned long long)(want >> 20),
+				 tio_error_peek_raised() ?
+				 tio_error_message(tio_error_peek_raised()) : "error");
+		tio_error_clear();
+		goto out;
+	}
+	if (!stat(s->path, &sb))
+		run->bytes = (uint64_t)sb.st_size;
+	snprintf(st_rows[row].note, sizeof(st_rows[row].note),
+		 "tio_safetensors_load + free, %llu MiB file, %llu tensors "
+		 "(O_DIRECT: from disk; ms = ns/op / 1e6)",
+		 (unsigned long long)(want >> 20), (unsigned long long)n);
+out:
+	if (names)
+		for (i = 0; i < n; i++)
+			free(names[i]);
+	free(names);
+	free(tv);
+	free(blk);
+	if (err)
+		io_teardown(run);
+	return err;
+}
+
+static int st_run(struct bench_run *run, uint64_t n)
+{
+	struct istate *s = run->state;
+	tio_safetensors_t *st;
+	uint64_t i;
+
+	for (i = 0; i < n; i++) {
+		if (tio_safetensors_load(s->path, &st)) {
+			int e = tio_errno();
+
+			tio_error_clear();
+			return bench_fail(run, e ? e : EIO, "tio_safetensors_load");
+		}
+		bench_keep(tio_safetensors_count(st));
+		tio_safetensors_free(st);
+	}
+	return 0;
+}
+
+#define ST(sz, row) {								.suite = "io", .name = "safetensors/" sz, .size = sz,			.note = st_rows[row].note, .setup = st_setup, .run = st_run,		.teardown = io_teardown, .arg = row }
+
 #define IO(n, k, r, tr, what) {						\
 	.suite = "io", .name = n, .ref = r, .target_ratio = tr,		\
 	.note = what, .setup = io_setup, .run = io_run,			\
@@ -257,6 +423,9 @@ static struct bench_case cases[] = {
 	IO("mmap-memcpy", I_MMAP, "fio-io_uring", 0, "mmap + memcpy"),
 	IO("read-pinned", I_PINNED, "fio-io_uring", 1.11,
 	   "read() into a pinned buffer (target: >= 0.9x fio's GB/s)"),
+	ST("small", 0),
+	ST("medium", 1),
+	ST("large", 2),
 };
 
 static void __attribute__((constructor)) io_register(void)
