@@ -3,10 +3,10 @@
 #
 # make bench: every benchmark suite this machine can run, written to
 # bench/results/<UTC date>/:
-#   host.{json,md}, plots-host/   ffi, memory, io on the host (ns/op), and
+#   host.{json,md}, plots-host/   ffi, memory, io, sync on the host (ns/op), and
 #                                 overhead (library rows: user backend)
 #   vm-<kernel>.{json,md}, plots-vm-<kernel>/
-#                                 overhead and memory in the VM under
+#                                 overhead, memory and sync in the VM under
 #                                 -icount shift=0 (guest insn/op), once per
 #                                 supported kernel (6.12 adds the dma-heap
 #                                 and udmabuf peers)
@@ -23,7 +23,7 @@ mkdir -p "$out"
 rc=0
 
 echo "# make bench: host suites (ns/op) -> $out"
-TIO_COMMIT=$commit "$bin" --suite ffi,memory,io,overhead,gpu --json "$out/host.json" \
+TIO_COMMIT=$commit "$bin" --suite ffi,memory,io,overhead,gpu,sync --json "$out/host.json" \
 	--md "$out/host.md" --plot "$out/plots-host" $args || rc=1
 
 for kver in ${KVER:-$(scripts/kernels.sh)}; do
@@ -34,7 +34,7 @@ for kver in ${KVER:-$(scripts/kernels.sh)}; do
 	cp "$bin" "$stage/"
 	cat >build/bench/vm-guest.sh <<GUEST
 #!/bin/sh
-TIO_COMMIT=$commit ./tio-bench --suite overhead,memory --json /tmp/vm.json $args
+TIO_COMMIT=$commit ./tio-bench --suite overhead,memory,sync --json /tmp/vm.json $args
 rc=\$?
 echo TIO-BENCH-JSON-BEGIN
 cat /tmp/vm.json

@@ -63,7 +63,7 @@ step lib-unit-asan bash -c "make -s -j$jobs -C lib SAN=1 &&
 step bench-unit scripts/run-dir.sh build/tests/bench
 # Every host suite once, briefly; the driver suite runs in the VM step
 # (build/kselftest/tio_bench_test).
-step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu
+step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,sync
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
 step tioctl tests/tools/test-tioctl.sh
 step install tests/install/test-install.sh
