@@ -22,7 +22,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 	  $(lastword $(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V)))
 endif
 
-SUBDIRS := lib tools tests/lib tests/kselftest bench examples
+SUBDIRS := lib tools tests/lib tests/kselftest bench tests/fuzz examples
 
 all: $(SUBDIRS:%=build-%)
 
@@ -95,9 +95,15 @@ run: deps
 bench: deps all
 	@scripts/bench.sh
 
+# make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release]: fuzz the driver
+# in the debug-kernel VM (default 3600 s; make check runs a bounded one).
+DURATION ?= 3600
+fuzz: deps all
+	@tests/fuzz/run-fuzz.sh -d $(DURATION) $(if $(SEED),-s $(SEED)) $(if $(FUZZ_KVER),-k $(FUZZ_KVER))
+
 # Keeps build/ksrc (extracted from linux-source, slow to redo).
 clean:
 	find build -mindepth 1 -maxdepth 1 ! -name ksrc -exec rm -rf {} + 2>/dev/null || true
 	@for d in $(SUBDIRS); do $(MAKE) -s -C $$d clean; done
 
-.PHONY: all $(SUBDIRS:%=build-%) install install-system modules modules_clean deps check run bench clean
+.PHONY: all $(SUBDIRS:%=build-%) install install-system modules modules_clean deps check run bench fuzz clean

@@ -97,6 +97,9 @@ if [ "${TIO_CHECK_DEBUG:-1}" = 1 ]; then
 			nowarn scripts/kmod.sh "$dbg" W=1
 		step "vm-$dbg" tests/vm/run.sh -k "$dbg" \
 			-m "build/kmod/$dbg/kmod/tensorio.ko" -b build/kselftest -t 900
+		# Reliability (tests/fuzz): a bounded fuzz run (seed printed).
+		step "fuzz-$dbg" tests/fuzz/run-fuzz.sh -k "$dbg" \
+			-d "${TIO_FUZZ_SECS:-45}"
 	fi
 fi
 
