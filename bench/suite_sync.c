@@ -13,6 +13,8 @@
  *   wait-uring      an asynchronous uring_cmd FENCE_WAIT whose CQE the
  *                   waiter reaps with io_uring_wait_cqe
  *   poll-sync-file  poll() on a sync_file exported for the point
+ *   ref/spin        the floor: the same ping-pong on two plain words
+ *                   (an atomic store, a spin), no tensorio at all
  * Signals go through the same API as the wait (library or raw ioctl).
  *
  * Points are emitted (and sync_files exported) ahead, in chunks of
@@ -48,22 +50,25 @@
 #include "bench.h"
 
 #define SYNC_CHUNK	128
+#define SPIN_RELAX()	__builtin_ia32_pause()
+#define SYNC_WARM	4	/* untimed round trips opening each chunk */
 #define SYNC_TIMEOUT_NS	2000000000LL	/* a lost signal fails after 2 s */
 
-enum mech { S_POLL, S_FUTEX, S_IOCTL, S_URING, S_SYNCFILE };
+enum mech { S_REF, S_POLL, S_FUTEX, S_IOCTL, S_URING, S_SYNCFILE };
 
 /* One side of the ping-pong: what its waits need. */
 struct side {
 	int have_ring;
 	struct io_uring ring;
 	struct tio_fence_wait wait;	/* a parked uring wait writes here */
-	int fds[SYNC_CHUNK];		/* sync_files of the points it waits on */
+	int fds[SYNC_CHUNK + SYNC_WARM]; /* sync_files of the points it waits on */
 };
 
 struct sstate {
 	enum mech m;
 	int fd;			/* /dev/tensorio for the raw rows */
 	int lib;		/* streams through libtensorio */
+	uint64_t refw[2];	/* ref/spin's words */
 	int yield;		/* one CPU: pollers yield between checks */
 	tio_stream_t *ls[2];
 	const volatile uint64_t *word[2];
@@ -76,7 +81,7 @@ struct sstate {
 	int have_thr;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	uint64_t gen, done;	/* chunks started / finished by B */
+	uint64_t gen, ack, done; /* chunks started / begun / finished by B */
 	unsigned int chunk;
 	int stop;
 	int err;
@@ -121,7 +126,9 @@ static int do_emit(struct sstate *s, int st, char *why, size_t len)
 {
 	uint64_t seq;
 
-	if (s->lib) {
+	if (s->m == S_REF) {
+		seq = s->emitted[st] + 1;
+	} else if (s->lib) {
 		if (tio_stream_emit(s->ls[st], &seq))
 			return lib_err(why, len, "tio_stream_emit");
 	} else {
@@ -139,7 +146,9 @@ static int do_emit(struct sstate *s, int st, char *why, size_t len)
 
 static int do_signal(struct sstate *s, int st, uint64_t seq, char *why, size_t len)
 {
-	if (s->lib) {
+	if (s->m == S_REF) {
+		__atomic_store_n(&s->refw[st], seq, __ATOMIC_RELEASE);
+	} else if (s->lib) {
 		if (tio_stream_signal(s->ls[st], seq, 0))
 			return lib_err(why, len, "tio_stream_signal");
 	} else {
@@ -151,29 +160,35 @@ static int do_signal(struct sstate *s, int st, uint64_t seq, char *why, size_t l
 	return 0;
 }
 
+/*
+ * Spin on a seqno word. With one CPU every check yields (the signaller
+ * must run); otherwise the spin yields only after SPIN_YIELD_NS, so that
+ * two threads sharing a CPU still progress: a yield on every few thousand
+ * spins cost tens of microseconds per handoff on a 2-vCPU host.
+ */
+#define SPIN_YIELD_NS	50000.0
+
 static int spin_wait(struct sstate *s, int st, uint64_t seq, char *why, size_t len)
 {
 	const volatile uint64_t *w = s->word[st];
-	double end = 0;
+	double start = 0, t;
 	unsigned int spins = 0;
 
 	while (__atomic_load_n(w, __ATOMIC_ACQUIRE) < seq) {
-		if (s->yield) {
+		if (s->yield)
 			sched_yield();
-		} else {
-			__builtin_ia32_pause();
-			/* Two threads on one CPU: let the other one run. */
-			if (!(++spins & 4095))
-				sched_yield();
-		}
-		if (!(++spins & 255)) {
-			double t = now_ns();
-
-			if (!end)
-				end = t + SYNC_TIMEOUT_NS;
-			else if (t > end)
-				return sys_err(why, len, ETIME, "seqno word never reached the point");
-		}
+		else
+			SPIN_RELAX();
+		if (++spins & 255)
+			continue;
+		t = now_ns();
+		if (!start)
+			start = t;
+		else if (t - start > SYNC_TIMEOUT_NS)
+			return sys_err(why, len, ETIME,
+				       "seqno word never reached the point");
+		else if (t - start > SPIN_YIELD_NS)
+			sched_yield();
 	}
 	return 0;
 }
@@ -212,6 +227,7 @@ static int do_wait(struct sstate *s, struct side *sd, int st, uint64_t seq,
 		   unsigned int i, char *why, size_t len)
 {
 	switch (s->m) {
+	case S_REF:
 	case S_POLL:
 		return spin_wait(s, st, seq, why, len);
 	case S_FUTEX:
@@ -265,6 +281,8 @@ static void *partner(void *arg)
 		k = s->chunk;
 		b0 = s->base[0];
 		b1 = s->base[1];
+		s->ack = seen;
+		pthread_cond_broadcast(&s->cv);
 		pthread_mutex_unlock(&s->mu);
 
 		why[0] = 0;
@@ -291,7 +309,7 @@ static void close_fds(struct sstate *s)
 	int i, j;
 
 	for (j = 0; j < 2; j++)
-		for (i = 0; i < SYNC_CHUNK; i++)
+		for (i = 0; i < SYNC_CHUNK + SYNC_WARM; i++)
 			if (s->side[j].fds[i] >= 0) {
 				close(s->side[j].fds[i]);
 				s->side[j].fds[i] = -1;
@@ -320,7 +338,7 @@ static void sync_teardown(struct bench_run *run)
 		return;
 	/* Wake B wherever it waits: every emitted point signals. */
 	for (i = 0; i < 2; i++)
-		if ((s->lib && s->ls[i]) || (!s->lib && s->ks[i]))
+		if (s->m == S_REF || (s->lib && s->ls[i]) || (!s->lib && s->ks[i]))
 			do_signal(s, i, s->emitted[i], why, sizeof(why));
 	if (s->have_thr) {
 		pthread_mutex_lock(&s->mu);
@@ -433,7 +451,11 @@ static int sync_setup(struct bench_run *run)
 	pthread_cond_init(&s->cv, &ca);
 	pthread_condattr_destroy(&ca);
 	run->state = s;
-	if (s->m == S_POLL || s->m == S_FUTEX)
+	if (s->m == S_REF) {
+		s->word[0] = &s->refw[0];
+		s->word[1] = &s->refw[1];
+		err = 0;
+	} else if (s->m == S_POLL || s->m == S_FUTEX)
 		err = setup_lib(run, s);
 	else
 		err = setup_kernel(run, s);
@@ -453,14 +475,19 @@ out:
 	return err;
 }
 
-/* One chunk of @k round trips; its ping-pong time goes to *t. */
-static int one_chunk(struct bench_run *run, struct sstate *s, unsigned int k,
-		     double *t)
+/*
+ * One chunk of @timed round trips; their ping-pong time goes to *t. The
+ * chunk opens with SYNC_WARM untimed round trips: both threads have just
+ * come back from the condvar handshake, and on a (virtual) machine whose
+ * CPUs went idle the first handoffs pay the CPUs' wake-up.
+ */
+static int one_chunk(struct bench_run *run, struct sstate *s,
+		     unsigned int timed, double *t)
 {
+	unsigned int i, k = timed + SYNC_WARM;
 	struct timespec ts;
-	unsigned int i;
 	char why[160] = "";
-	double t0, t1;
+	double t0 = 0, t1;
 	int err = 0, st;
 
 	/* Ahead of time: the points, and their sync_files. */
@@ -477,14 +504,24 @@ static int one_chunk(struct bench_run *run, struct sstate *s, unsigned int k,
 	if (err)
 		return bench_fail(run, -err, "%s", why);
 
+	/* Time from the moment B runs: not its wake-up from the condvar. */
 	pthread_mutex_lock(&s->mu);
 	s->chunk = k;
 	s->gen++;
 	pthread_cond_broadcast(&s->cv);
+	deadline(&ts, SYNC_TIMEOUT_NS / 1000000);
+	while (s->ack != s->gen)
+		if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
+			break;
+	if (s->ack != s->gen) {
+		pthread_mutex_unlock(&s->mu);
+		return bench_fail(run, ETIME, "thread B did not start its chunk");
+	}
 	pthread_mutex_unlock(&s->mu);
 
-	t0 = now_ns();
 	for (i = 0; i < k && !err; i++) {
+		if (i == SYNC_WARM)
+			t0 = now_ns();
 		err = do_signal(s, 0, s->base[0] + i + 1, why, sizeof(why));
 		if (!err)
 			err = do_wait(s, &s->side[1], 1, s->base[1] + i + 1, i,
@@ -545,6 +582,8 @@ static int sync_run(struct bench_run *run, uint64_t n)
 	.teardown = sync_teardown, .arg = k }
 
 static struct bench_case cases[] = {
+	SYNC("ref/spin", S_REF,
+	     "the floor: an atomic store, a spin on a plain word"),
 	SYNC("poll-word", S_POLL,
 	     "spin on the seqno word, libtensorio's backend"),
 	SYNC("wait-futex", S_FUTEX,
