@@ -295,9 +295,10 @@ int tio_dmabuf_import(struct tio_buffer *buf, int fd)
 		ret = PTR_ERR(sgt);
 		goto err_detach;
 	}
-	/* CPU access where the exporter allows it; optional. */
-	if (dmabuf->ops->vmap && tio_dma_buf_vmap(dmabuf, &buf->vmap))
-		iosys_map_clear(&buf->vmap);
+	/*
+	 * No kernel mapping is taken here: nothing uses one, and a failing
+	 * exporter vmap (any allocation failure) is a WARN in dma_buf_vmap().
+	 */
 	if (dmabuf->ops == &tio_dmabuf_ops) {
 		struct tio_buffer *src = dmabuf->priv;
 
