@@ -100,6 +100,8 @@ if [ "${TIO_CHECK_DEBUG:-1}" = 1 ]; then
 		# Reliability (tests/fuzz): a bounded fuzz run (seed printed).
 		step "fuzz-$dbg" tests/fuzz/run-fuzz.sh -k "$dbg" \
 			-d "${TIO_FUZZ_SECS:-45}"
+		# tests/fault: every allocation point of every path failed once.
+		step "fault-$dbg" tests/fault/run-fault.sh -k "$dbg"
 	fi
 fi
 
