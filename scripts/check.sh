@@ -13,6 +13,8 @@ cd "$top"
 mkdir -p build
 find build -maxdepth 1 -name 'check.??????' -mmin +120 -exec rm -rf {} +
 log=$(mktemp -d "$top/build/check.XXXXXX")
+# (A real directory there, from older runs, would get the link inside it.)
+[ -L build/check ] || rm -rf build/check
 ln -sfn "$(basename "$log")" build/check
 jobs=${JOBS:-$(nproc)}
 pass=0 fail=0 skip=0
