@@ -22,7 +22,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 	  $(lastword $(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V)))
 endif
 
-SUBDIRS := lib tools tests/lib tests/kselftest bench tests/fuzz tests/fault examples
+SUBDIRS := lib tools tests/lib tests/kselftest bench tests/fuzz tests/fault tests/stress examples
 
 all: $(SUBDIRS:%=build-%)
 

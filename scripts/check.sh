@@ -104,6 +104,8 @@ if [ "${TIO_CHECK_DEBUG:-1}" = 1 ]; then
 			-d "${TIO_FUZZ_SECS:-45}"
 		# tests/fault: every allocation point of every path failed once.
 		step "fault-$dbg" tests/fault/run-fault.sh -k "$dbg"
+		# tests/stress: threads x mixed operations, children SIGKILLed.
+		step "stress-$dbg" tests/stress/run-stress.sh -k "$dbg" -d 20
 	fi
 fi
 
