@@ -42,6 +42,7 @@ enum { UB_BUF = 1, UB_STREAM = 2 };
 struct ub_page {
 	uint64_t signalled;	/* last signalled seqno (the seqno word) */
 	uint32_t futex;		/* bumped on every signal */
+	uint32_t waiters;	/* threads about to sleep or asleep on @futex */
 };
 
 struct ub_err {
@@ -177,11 +178,20 @@ static void ub_tl_put(struct ub_tl *tl)
 	free(tl);
 }
 
+/*
+ * Publish the seqno and wake sleepers. The futex syscall is skipped when
+ * nobody sleeps (pollers of the seqno word, or no waiter at all): it runs
+ * under ub->lock, and a poller that answers at once would otherwise find
+ * the lock held through the syscall. Sequentially consistent accesses here
+ * and in ub_tl_wait() make sure a waiter either sees the new seqno or is
+ * counted before the count is read.
+ */
 static void ub_tl_publish(struct ub_tl *tl)
 {
-	__atomic_store_n(&tl->page->signalled, tl->signalled, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&tl->page->futex, 1, __ATOMIC_RELEASE);
-	ub_futex(&tl->page->futex, FUTEX_WAKE, INT_MAX, NULL);
+	__atomic_store_n(&tl->page->signalled, tl->signalled, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&tl->page->futex, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&tl->page->waiters, __ATOMIC_SEQ_CST))
+		ub_futex(&tl->page->futex, FUTEX_WAKE, INT_MAX, NULL);
 }
 
 static int ub_tl_signal(struct ub_tl *tl, uint64_t seqno, int error)
@@ -244,15 +254,26 @@ static int ub_tl_wait(struct ub_state *ub, struct ub_tl *tl, uint64_t seqno,
 
 	if (!forever)
 		ub_deadline(timeout_ns, flags, &ts);
+	if (__atomic_load_n(&tl->page->signalled, __ATOMIC_ACQUIRE) < seqno &&
+	    !forever && !timeout_ns && !(flags & TIO_WAIT_F_ABSOLUTE))
+		return -ETIME;
 	for (;;) {
-		uint32_t f = __atomic_load_n(&tl->page->futex, __ATOMIC_ACQUIRE);
+		uint32_t f;
+		long r;
+		int err;
 
-		if (__atomic_load_n(&tl->page->signalled, __ATOMIC_ACQUIRE) >= seqno)
+		/* Counted before the last look: see ub_tl_publish(). */
+		__atomic_fetch_add(&tl->page->waiters, 1, __ATOMIC_SEQ_CST);
+		f = __atomic_load_n(&tl->page->futex, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&tl->page->signalled, __ATOMIC_SEQ_CST) >= seqno) {
+			__atomic_fetch_sub(&tl->page->waiters, 1, __ATOMIC_RELAXED);
 			break;
-		if (!forever && !timeout_ns && !(flags & TIO_WAIT_F_ABSOLUTE))
-			return -ETIME;
-		if (ub_futex(&tl->page->futex, FUTEX_WAIT_BITSET, f,
-			     forever ? NULL : &ts) < 0 && errno == ETIMEDOUT) {
+		}
+		r = ub_futex(&tl->page->futex, FUTEX_WAIT_BITSET, f,
+			     forever ? NULL : &ts);
+		err = errno;
+		__atomic_fetch_sub(&tl->page->waiters, 1, __ATOMIC_RELAXED);
+		if (r < 0 && err == ETIMEDOUT) {
 			if (__atomic_load_n(&tl->page->signalled, __ATOMIC_ACQUIRE) >= seqno)
 				break;
 			return -ETIME;
