@@ -62,6 +62,11 @@ step build tap "build (make all)" make -s -j"$jobs" all
 step lib-unit scripts/run-dir.sh build/tests/lib
 step lib-unit-asan bash -c "make -s -j$jobs -C lib SAN=1 &&
 	make -s -j$jobs -C tests/lib SAN=1 && scripts/run-dir.sh build/tests/lib-san"
+# The same unit tests under valgrind memcheck, and the multi-threaded ones
+# under ThreadSanitizer (tests/fuzz/lib-checkers.sh).
+step lib-valgrind tests/fuzz/lib-checkers.sh valgrind build/tests/lib
+step lib-tsan bash -c "make -s -j$jobs -C lib TSAN=1 &&
+	make -s -j$jobs -C tests/lib TSAN=1 && tests/fuzz/lib-checkers.sh tsan build/tests/lib-tsan"
 step bench-unit scripts/run-dir.sh build/tests/bench
 # Every host suite once, briefly; the driver suite runs in the VM step
 # (build/kselftest/tio_bench_test).

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The library's unit tests under a dynamic checker (TAP from the tests):
+#   lib-checkers.sh valgrind DIR   every test_* under valgrind memcheck
+#                                  (errors and definite leaks fail a test)
+#   lib-checkers.sh tsan DIR       the multi-threaded test_* programs of a
+#                                  TSAN=1 build (any report fails a test)
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+mode=$1 dir=$2
+rc=0
+case $mode in
+valgrind)
+	command -v valgrind >/dev/null || { echo "ok - valgrind # SKIP not installed"; exit 0; }
+	for t in "$dir"/test_*; do
+		[ -x "$t" ] || continue
+		echo "# valgrind $t"
+		valgrind -q --error-exitcode=99 --leak-check=full \
+			--suppressions="$top/tests/fuzz/valgrind.supp" \
+			--errors-for-leak-kinds=definite --show-leak-kinds=definite \
+			--child-silent-after-fork=no "$t" || rc=1
+	done
+	;;
+tsan)
+	# Only programs that start threads; ASLR off, as the TSan runtime of
+	# Debian 12 needs on kernels with high mmap entropy.
+	for src in $(grep -l pthread_create "$top"/tests/lib/test_*.c); do
+		t=$dir/$(basename "$src" .c)
+		[ -x "$t" ] || continue
+		echo "# tsan $t"
+		TSAN_OPTIONS="exitcode=66 halt_on_error=1 ${TSAN_OPTIONS:-}" \
+			setarch "$(uname -m)" -R "$t" || rc=1
+	done
+	;;
+*)
+	echo "usage: $0 valgrind|tsan DIR" >&2
+	exit 2
+	;;
+esac
+exit $rc
