@@ -15,7 +15,7 @@ pkgs=(build-essential pkg-config kmod cpio xz-utils busybox-static
       qemu-system-x86 liburing-dev libdrm-dev libdlpack-dev libdw-dev
       libjson-c-dev sparse gnuplot-nox fio linux-headers-amd64
       linux-source-6.1 dkms flex bison bc libelf-dev libssl-dev
-      valgrind clang libclang-rt-14-dev)
+      valgrind clang libclang-rt-14-dev libamdhip64-dev)
 
 missing=()
 declare -A have

@@ -98,7 +98,7 @@ int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size);
  * @mapped: whether @data is ours to unmap
  * @lock: protects @data, @gpu and @gpu_release
  * @ctx: the context
- * @gpu: a GPU registration of @data (cuda.c), or NULL
+ * @gpu: GPU registrations of @data (gpu_core.c, one per vendor), or NULL
  * @gpu_release: undoes @gpu; the finalizer calls it first
  */
 struct tio_buffer {
@@ -124,7 +124,7 @@ struct tio_buffer {
  * @word: the mapped seqno word, or NULL until mapped
  * @lock: protects @word, @gpu and @gpu_release
  * @ctx: the context
- * @gpu: a GPU registration of the seqno page (cuda.c), or NULL
+ * @gpu: GPU registrations of the seqno page (gpu_core.c), or NULL
  * @gpu_release: undoes @gpu; the finalizer calls it first
  */
 struct tio_stream {

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * GPUs: the backend-neutral core (gpu_core.c) and what each vendor file
+ * (cuda.c, hip.c) gives it.
+ *
+ * A vendor file loads its library with dlopen(), resolves its entry points
+ * with dlsym() and fills a struct tio_gpu: names for messages and a table
+ * of thin operations (struct tio_gpu_ops) over the vendor's calls. The core
+ * does everything else, once for all vendors: device bookkeeping, device
+ * tensors and their deleters, streams, copies, host registration of
+ * tensorio buffers and seqno words, fence bridging, dma-buf import, error
+ * messages and errno mapping, live counters. The public tio_cuda_* and
+ * tio_hip_* functions are generated in gpu_core.c over the two
+ * descriptors, tio_gpu_cuda and tio_gpu_hip.
+ *
+ * Locking (per vendor, in struct tio_gpu):
+ * - @once loads the library once; what @load fills (the vendor's table,
+ *   @err and @why of a failed load, @ndev, @version) is read-only after.
+ * - @lock guards opening a device; the device is published with a release
+ *   store of its @ready and read after an acquire load.
+ * - @done_lock guards @done, the signals whose host function ran (their
+ *   tensorio streams are released outside the host function, which must
+ *   not call the vendor's library: the last release of a stream
+ *   unregisters its seqno page).
+ * - A buffer's or stream's registrations are guarded by its own lock.
+ */
+#ifndef TIO_GPU_INTERNAL_H
+#define TIO_GPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tensorio/dlpack.h>
+
+#define TIO_GPU_MAX_DEV 64
+
+/**
+ * struct tio_gpu_dev - one device, filled by &tio_gpu_ops.open
+ * @ready: release-stored by the core once the rest is set
+ * @ordinal: the device ordinal
+ * @dev: the vendor's device handle (CUdevice, hipDevice_t)
+ * @ctx: the vendor's context (CUDA: the retained primary context)
+ * @wait64: 64-bit stream wait-value operations (fence -> stream)
+ * @ro_register: read-only host registration (the seqno word)
+ * @dmabuf: dma-buf export of device memory
+ */
+struct tio_gpu_dev {
+	int ready;
+	int ordinal;
+	int dev;
+	void *ctx;
+	int wait64;
+	int ro_register;
+	int dmabuf;
+};
+
+/*
+ * The vendor's operations. Each returns the vendor's status (0: success),
+ * which the core maps with @to_errno and names with @err_text. Stream,
+ * copy, registration and allocation operations run between @enter and
+ * @leave; @open, @name and the error functions do not.
+ */
+struct tio_gpu_ops {
+	/* Fill @d (all but @ready) for device @ordinal. */
+	int (*open)(struct tio_gpu_dev *d, int ordinal);
+	/* Make @d current for a call; @saved receives what @leave restores. */
+	int (*enter)(const struct tio_gpu_dev *d, uintptr_t *saved);
+	void (*leave)(uintptr_t saved);
+	int (*name)(const struct tio_gpu_dev *d, char *name, int len);
+	int (*alloc)(uint64_t *ptr, size_t size);
+	int (*free)(uint64_t ptr);
+	/* Portable, device-mapped; read-only when @readonly. */
+	int (*host_register)(void *p, size_t size, int readonly);
+	int (*host_unregister)(void *p);
+	int (*host_dptr)(uint64_t *dptr, void *p);
+	/* A non-blocking stream. */
+	int (*stream_create)(void **st);
+	int (*stream_destroy)(void *st);
+	int (*stream_query)(void *st);
+	int (*stream_sync)(void *st);
+	int (*htod)(void *st, uint64_t dst, const void *src, size_t size);
+	int (*dtoh)(void *st, void *dst, uint64_t src, size_t size);
+	/*
+	 * Call tio_gpu_signal_run(@sig, ...) on the host once the work
+	 * before it is done.
+	 */
+	int (*host_func)(void *st, void *sig);
+	/* Wait until the 64-bit word at @dptr is >= @value (needs @wait64). */
+	int (*wait64)(void *st, uint64_t dptr, uint64_t value);
+	/* A dma-buf fd for a range (needs @dmabuf). */
+	int (*export_dmabuf)(int *fd, uint64_t dptr, size_t size);
+	int (*to_errno)(int r);
+	/* The error's name and text, each NULL when unknown. */
+	void (*err_text)(int r, const char **name, const char **text);
+};
+
+/* What messages name, per operation: the vendor's entry points. */
+enum tio_gpu_call {
+	TIO_GPU_OPEN,		/* "retaining the primary context" */
+	TIO_GPU_ENTER,		/* "making the CUDA context current" */
+	TIO_GPU_NAME,
+	TIO_GPU_ALLOC,
+	TIO_GPU_HOST_REGISTER,
+	TIO_GPU_HOST_DPTR,
+	TIO_GPU_STREAM_CREATE,
+	TIO_GPU_STREAM_QUERY,
+	TIO_GPU_STREAM_SYNC,
+	TIO_GPU_HTOD,
+	TIO_GPU_DTOH,
+	TIO_GPU_HOST_FUNC,
+	TIO_GPU_WAIT64,
+	TIO_GPU_DMABUF,
+	TIO_GPU_NCALLS
+};
+
+struct tio_gpu_signal;
+
+/**
+ * struct tio_gpu - one vendor
+ * @name: "CUDA", "HIP": in messages
+ * @prefix: "cuda", "hip": the API's, in messages
+ * @nolib: the message prefix of a missing library ("no CUDA driver")
+ * @nodev: the message prefix of a missing device ("no CUDA device")
+ * @no_dmabuf: why a device cannot export dma-bufs
+ * @dl_type: the DLPack device type of its tensors
+ * @not_ready: the status of a stream with pending work
+ * @calls: names of the vendor's calls, for messages (enum tio_gpu_call)
+ * @ops: the operations
+ * @load: loads the library (once); fills @ndev and @version, or calls
+ *	tio_gpu_load_fail()
+ * @once: runs @load
+ * @lock: guards opening devices
+ * @done_lock: guards @done
+ * @done: signals whose host function ran
+ * @live: objects alive (atomic)
+ * @err: errno of a failed load, else 0
+ * @why: its message
+ * @lib: the library loaded (or tried)
+ * @ndev: devices
+ * @version: the driver's or runtime's version
+ * @devs: the devices
+ */
+struct tio_gpu {
+	const char *name;
+	const char *prefix;
+	const char *nolib;
+	const char *nodev;
+	const char *no_dmabuf;
+	DLDeviceType dl_type;
+	int not_ready;
+	const char *calls[TIO_GPU_NCALLS];
+	const struct tio_gpu_ops *ops;
+	void (*load)(void);
+	pthread_once_t once;
+	pthread_mutex_t lock;
+	pthread_mutex_t done_lock;
+	struct tio_gpu_signal *done;
+	int64_t live;
+	int err;
+	char why[256];
+	const char *lib;
+	int ndev;
+	int version;
+	struct tio_gpu_dev devs[TIO_GPU_MAX_DEV];
+};
+
+#define TIO_GPU_INIT							\
+	.once = PTHREAD_ONCE_INIT,					\
+	.lock = PTHREAD_MUTEX_INITIALIZER,				\
+	.done_lock = PTHREAD_MUTEX_INITIALIZER
+
+extern struct tio_gpu tio_gpu_cuda;
+extern struct tio_gpu tio_gpu_hip;
+
+#define TIO_GPU_STR_(x) #x
+#define TIO_GPU_STR(x) TIO_GPU_STR_(x)
+
+/* For @load. */
+
+/*
+ * dlopen() the library named by the environment variable @env, else the
+ * first of @names (NULL-terminated) that loads; NULL with the load failed.
+ */
+void *tio_gpu_dlopen(struct tio_gpu *g, const char *env, const char *const *names);
+
+/*
+ * dlsym(); a missing @required entry point is noted in *@missing (the
+ * first one) and fails the load in tio_gpu_load_devices().
+ */
+void *tio_gpu_dlsym(void *dl, const char *sym, int required, const char **missing);
+
+/* Fail the load with a message ("<nolib or nodev>: ..."). */
+__attribute__((format(printf, 2, 3)))
+void tio_gpu_load_fail(struct tio_gpu *g, const char *fmt, ...);
+
+/*
+ * Finish a load: @missing from tio_gpu_dlsym(), then @r, the status of
+ * @what (the call that counted the devices, @n of them). 0 when usable;
+ * else -1 with the load failed, and the caller clears its table and
+ * dlclose()s.
+ */
+int tio_gpu_load_devices(struct tio_gpu *g, const char *missing, int r,
+			 const char *what, int n, int version);
+
+/*
+ * The host function of &tio_gpu_ops.host_func: signal the point @sig
+ * stands for, with @error (0, or a negative errno when the vendor reports
+ * that the stream failed). Makes no vendor call.
+ */
+void tio_gpu_signal_run(void *sig, int error);
+
+#endif /* TIO_GPU_INTERNAL_H */
