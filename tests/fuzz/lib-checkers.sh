@@ -6,6 +6,8 @@
 #                                  (errors and definite leaks fail a test)
 #   lib-checkers.sh tsan DIR       the multi-threaded test_* programs of a
 #                                  TSAN=1 build (any report fails a test)
+#   lib-checkers.sh libfuzz SECS   each libFuzzer target (dtype, device,
+#                                  safetensors, batch) for SECS seconds
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mode=$1 dir=$2
@@ -33,8 +35,24 @@ tsan)
 			setarch "$(uname -m)" -R "$t" || rc=1
 	done
 	;;
+libfuzz)
+	# DIR: seconds per target. Corpora grow in build/fuzz-lib/corpus-*.
+	make -s -C "$top/tests/fuzz" libfuzz || exit 1
+	for t in dtype device safetensors batch; do
+		c=$top/build/fuzz-lib/corpus-$t log=$top/build/fuzz-lib/$t.log
+		mkdir -p "$c"
+		if "$top/build/fuzz-lib/fuzz_$t" -max_total_time="$dir" -print_final_stats=1 \
+			"$c" "$top/tests/fuzz/corpus/$t" >"$log" 2>&1; then
+			echo "ok - libFuzzer $t: $(sed -n 's/^stat::number_of_executed_units: //p' "$log") inputs in ${dir}s"
+		else
+			grep -E 'ERROR|SUMMARY|Test unit written' "$log" | sed 's/^/# /'
+			echo "not ok - libFuzzer $t (log $log)"
+			rc=1
+		fi
+	done
+	;;
 *)
-	echo "usage: $0 valgrind|tsan DIR" >&2
+	echo "usage: $0 valgrind|tsan|libfuzz DIR|SECS" >&2
 	exit 2
 	;;
 esac
