@@ -31,6 +31,8 @@
  * current for its duration (push, then pop), so the caller's own current
  * context is left as it was. The primary contexts are retained for the
  * life of the process.
+ *
+ * HIP (AMD) offers the same calls as tio_hip_* in tensorio/gpu_hip.h.
  */
 #ifndef TENSORIO_GPU_H
 #define TENSORIO_GPU_H
