@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <liburing.h>
 #include <linux/tensorio.h>
 
 #include "kselftest_harness.h"
@@ -79,6 +80,42 @@ TEST_F(regress, mmap_private_refused)
 	EXPECT_EQ(1, ((volatile char *)p)[0]);
 	munmap(p, PAGE);
 	close(e.fd);
+}
+
+/*
+ * tio_fuzz -a: a uring_cmd SUBMIT issued from io-wq (IOSQE_ASYNC) whose
+ * vector had failed records never completed on 6.1: its positive result
+ * (the failed count) was handed back by io_uring_cmd(), and io-wq drops
+ * positive returns. The request held the file for good (module stuck).
+ */
+TEST_F(regress, async_submit_with_failures_completes)
+{
+	struct tio_cmd rec[2] = { { .op = TIO_IOC_INFO }, { .op = 0x1234 } };
+	struct tio_submit s = { .cmds_ptr = (uintptr_t)rec, .count = 2,
+				.flags = TIO_SUBMIT_F_CONTINUE };
+	struct __kernel_timespec ts = { .tv_sec = 5 };
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	int i;
+
+	ASSERT_EQ(0, io_uring_queue_init(4, &ring, 0));
+	for (i = 0; i < 2; i++) {	/* inline, then from io-wq */
+		sqe = io_uring_get_sqe(&ring);
+		ASSERT_NE(NULL, sqe);
+		memset(sqe, 0, sizeof(*sqe));
+		sqe->opcode = IORING_OP_URING_CMD;
+		sqe->fd = self->fd;
+		sqe->cmd_op = TIO_IOC_SUBMIT;
+		*(__u64 *)sqe->cmd = (uintptr_t)&s;
+		sqe->flags = i ? IOSQE_ASYNC : 0;
+		ASSERT_EQ(1, io_uring_submit(&ring));
+		ASSERT_EQ(0, io_uring_wait_cqe_timeout(&ring, &cqe, &ts));
+		EXPECT_EQ(1, cqe->res);		/* one record failed */
+		io_uring_cqe_seen(&ring, cqe);
+		EXPECT_EQ(-ENOTTY, rec[1].result);
+	}
+	io_uring_queue_exit(&ring);
 }
 
 TEST_HARNESS_MAIN
