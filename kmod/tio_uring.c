@@ -306,6 +306,7 @@ int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	struct tio_file *tf = ioucmd->file->private_data;
 	const u64 *area;
 	void __user *uptr;
+	long ret;
 
 	if (issue_flags & TIO_URING_F_CANCEL)
 		return tio_uring_cancel(ioucmd);
@@ -319,8 +320,19 @@ int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 		return tio_uring_wait(ioucmd, tf, ioucmd->cmd_op, uptr,
 				      issue_flags);
 	default:
-		return tio_cmd_user(tf, ioucmd->cmd_op, uptr);
+		ret = tio_cmd_user(tf, ioucmd->cmd_op, uptr);
+		break;
 	}
+	/*
+	 * A positive result (SUBMIT's failed-record count) is posted here:
+	 * 6.1's io_uring_cmd() returns it to its caller, and io-wq
+	 * (IOSQE_ASYNC) never completes a request that returned > 0.
+	 */
+	if (ret > 0) {
+		tio_uring_cmd_done(ioucmd, ret, 0, issue_flags);
+		return -EIOCBQUEUED;
+	}
+	return ret;
 }
 
 /**
