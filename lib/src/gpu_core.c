@@ -474,39 +474,27 @@ static int tio_gpu_stream_sync(struct tio_gpu_stream *cs)
 
 /* Copies. */
 
-static int tio_gpu_copy_htod(struct tio_gpu_stream *cs, uint64_t dst,
-			     const void *src, size_t size)
+/* Enqueue a copy to device memory (@to_device) or from it. */
+static int tio_gpu_copy(struct tio_gpu_stream *cs, int to_device, uint64_t dptr,
+			void *host, size_t size)
 {
 	struct tio_gpu *g = cs->g;
 	uintptr_t saved;
 	int r;
 
-	if (!dst || !src)
-		return tio_raise_errno(EINVAL, "host-to-device copy: NULL address");
+	if (!dptr || !host)
+		return tio_raise_errno(EINVAL, "%s copy: NULL address",
+				       to_device ? "host-to-device" : "device-to-host");
 	if (tio_gpu_enter(g, &g->devs[cs->device], &saved))
 		return -1;
-	r = g->ops->htod(cs->st, dst, src, size);
+	if (to_device)
+		r = g->ops->htod(cs->st, dptr, host, size);
+	else
+		r = g->ops->dtoh(cs->st, host, dptr, size);
 	g->ops->leave(saved);
 	if (r)
-		return tio_gpu_raise(g, r, "%s(%zu bytes)", g->calls[TIO_GPU_HTOD], size);
-	return 0;
-}
-
-static int tio_gpu_copy_dtoh(struct tio_gpu_stream *cs, void *dst, uint64_t src,
-			     size_t size)
-{
-	struct tio_gpu *g = cs->g;
-	uintptr_t saved;
-	int r;
-
-	if (!dst || !src)
-		return tio_raise_errno(EINVAL, "device-to-host copy: NULL address");
-	if (tio_gpu_enter(g, &g->devs[cs->device], &saved))
-		return -1;
-	r = g->ops->dtoh(cs->st, dst, src, size);
-	g->ops->leave(saved);
-	if (r)
-		return tio_gpu_raise(g, r, "%s(%zu bytes)", g->calls[TIO_GPU_DTOH], size);
+		return tio_gpu_raise(g, r, "%s(%zu bytes)",
+				     g->calls[to_device ? TIO_GPU_HTOD : TIO_GPU_DTOH], size);
 	return 0;
 }
 
@@ -532,12 +520,12 @@ static int tio_gpu_tensor_copy(struct tio_gpu_stream *cs, tio_object_t *dst,
 				       tio_tensor_nbytes(d));
 	if (s->device.device_type == kDLCPU && (int)d->device.device_type == type &&
 	    d->device.device_id == cs->device)
-		return n ? tio_gpu_copy_htod(cs, (uintptr_t)d->data + d->byte_offset,
-					     (char *)s->data + s->byte_offset, n) : 0;
+		return n ? tio_gpu_copy(cs, 1, (uintptr_t)d->data + d->byte_offset,
+					(char *)s->data + s->byte_offset, n) : 0;
 	if ((int)s->device.device_type == type && d->device.device_type == kDLCPU &&
 	    s->device.device_id == cs->device)
-		return n ? tio_gpu_copy_dtoh(cs, (char *)d->data + d->byte_offset,
-					     (uintptr_t)s->data + s->byte_offset, n) : 0;
+		return n ? tio_gpu_copy(cs, 0, (uintptr_t)s->data + s->byte_offset,
+					(char *)d->data + d->byte_offset, n) : 0;
 	return tio_raise_errno(EINVAL,
 		"tensor copy: needs one CPU tensor and one %s tensor on the stream's device %d (got %d:%d -> %d:%d)",
 		cs->g->name, cs->device, s->device.device_type, s->device.device_id,
@@ -1011,10 +999,10 @@ int tio_##v##_stream_sync(tio_##v##_stream_t *cs)			\
 { return tio_gpu_stream_sync(&cs->gs); }				\
 int tio_##v##_copy_htod(tio_##v##_stream_t *cs, uint64_t dst,		\
 			const void *src, size_t size)			\
-{ return tio_gpu_copy_htod(&cs->gs, dst, src, size); }			\
+{ return tio_gpu_copy(&cs->gs, 1, dst, (void *)(uintptr_t)src, size); } \
 int tio_##v##_copy_dtoh(tio_##v##_stream_t *cs, void *dst,		\
 			uint64_t src, size_t size)			\
-{ return tio_gpu_copy_dtoh(&cs->gs, dst, src, size); }			\
+{ return tio_gpu_copy(&cs->gs, 0, src, dst, size); }			\
 int tio_##v##_tensor_copy(tio_##v##_stream_t *cs, tio_object_t *dst,	\
 			  tio_object_t *src)				\
 { return tio_gpu_tensor_copy(&cs->gs, dst, src); }			\
