@@ -22,8 +22,8 @@
  * The fuzzer only fails on its own errors (a crashed process): the kernel
  * side is judged by the VM's init (KASAN, lockdep, WARN, kmemleak, rmmod).
  *
- *   tio_fuzz [-s SEED] [-d SECONDS] [-t THREADS] [-p PROCS] [-n ITERS] [-a]
- *   -a also sends uring commands with IOSQE_ASYNC (run from io-wq)
+ *   tio_fuzz [-s SEED] [-d SECONDS] [-t THREADS] [-p PROCS] [-n ITERS] [-A]
+ *   -A never sets IOSQE_ASYNC (by default some uring commands run in io-wq)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -184,8 +184,9 @@ static void pend_report(struct worker *k)
 static struct world W;
 static struct worker workers[MAX_THREADS];
 static int nthreads = 3;
-static int use_async;	/* -a: IOSQE_ASYNC (io-wq) submissions too */
+static int use_async = 1;	/* -A: no IOSQE_ASYNC (io-wq) submissions */
 static volatile int stop;
+static _Atomic int running;	/* workers not yet finished */
 static __thread sigjmp_buf *fault_jb;
 
 int main(int argc, char **argv);
@@ -1164,6 +1165,8 @@ static void do_other(struct worker *k)
 	int fd = pick_fd(k), ret = 0;
 
 	atomic_fetch_add(&k->w->st->other, 1);
+	/* DMA_BUF_IOCTL_SYNC waits for the buffer's fences: interruptible. */
+	k->wait_since = tio_now_ns();
 	switch (rnd(&k->rng, 6)) {
 	case 0: {
 		struct dma_buf_sync s = { .flags = rnd(&k->rng, 8) };
@@ -1205,6 +1208,7 @@ static void do_other(struct worker *k)
 		trim(k, rnd(&k->rng, 2));
 		break;
 	}
+	k->wait_since = 0;
 	count(k, ret);
 }
 
@@ -1242,13 +1246,14 @@ static void *worker_main(void *arg)
 	for (int i = 0; i < NMAPS; i++)
 		if (k->maps[i])
 			munmap(k->maps[i], k->maplen[i]);
+	atomic_fetch_sub(&running, 1);
 	return NULL;
 }
 
-/* Interrupt blocking waits that take longer than 20 ms. */
+/* Interrupt blocking waits that take longer than 20 ms, until all are done. */
 static void *watchdog_main(void *arg)
 {
-	while (!stop) {
+	while (atomic_load(&running)) {
 		uint64_t now = tio_now_ns();
 
 		for (int i = 0; i < nthreads; i++) {
@@ -1343,6 +1348,7 @@ static int run_process(struct world *w, uint64_t seed, int proc)
 	pthread_mutex_init(&w->pool[1].lock, NULL);
 	setup_junk(w);
 	add_junk(w, w->dev[0]);
+	running = nthreads;
 	for (i = 0; i < nthreads; i++) {
 		struct worker *k = &workers[i];
 
@@ -1378,6 +1384,19 @@ static int run_process(struct world *w, uint64_t seed, int proc)
 	return 0;
 }
 
+/* Where a stuck process's threads are, in the kernel and in userspace. */
+static void dump_stacks(pid_t pid)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd),
+		 "for t in /proc/%d/task/*; do echo \"$t $(cat $t/wchan) $(cat $t/syscall)\";"
+		 " cat $t/stack; done 2>&1 | sed 's/^/# stuck: /'", (int)pid);
+	fflush(stdout);
+	if (system(cmd) < 0)
+		perror("system");
+}
+
 int main(int argc, char **argv)
 {
 	uint64_t seed = 0, t0, el;
@@ -1389,7 +1408,7 @@ int main(int argc, char **argv)
 	pid_t pids[MAX_PROCS];
 	struct stats *st;
 
-	while ((opt = getopt(argc, argv, "s:d:t:p:n:va")) != -1) {
+	while ((opt = getopt(argc, argv, "s:d:t:p:n:vA")) != -1) {
 		switch (opt) {
 		case 's': seed = strtoull(optarg, NULL, 0); break;
 		case 'd': secs = atof(optarg); break;
@@ -1397,7 +1416,7 @@ int main(int argc, char **argv)
 		case 'p': procs = atoi(optarg); break;
 		case 'n': w->max_iters = strtoull(optarg, NULL, 0); break;
 		case 'v': w->verbose = 1; break;
-		case 'a': use_async = 1; break;
+		case 'A': use_async = 0; break;
 		default:
 			fprintf(stderr, "usage: %s [-s seed] [-d secs] [-t threads] [-p procs] [-n iters]\n",
 				argv[0]);
@@ -1410,7 +1429,7 @@ int main(int argc, char **argv)
 		seed = tio_now_ns() ^ ((uint64_t)getpid() << 32);
 	printf("TAP version 13\n1..2\n");
 	printf("# fuzz: seed 0x%" PRIx64 " (replay: tio_fuzz -s 0x%" PRIx64 " -d %g -t %d -p %d%s)\n",
-	       seed, seed, secs, nthreads, procs, use_async ? " -a" : "");
+	       seed, seed, secs, nthreads, procs, use_async ? "" : " -A");
 	fflush(stdout);
 
 	sa.sa_sigaction = on_fault;
@@ -1474,6 +1493,7 @@ int main(int argc, char **argv)
 			usleep(100000);
 		if (r == 0) {
 			printf("# fuzz: process %d stuck 60 s past the deadline, killed\n", i);
+			dump_stacks(pids[i]);
 			kill(pids[i], SIGKILL);
 			r = waitpid(pids[i], &status, 0);
 			status = 0x100;
