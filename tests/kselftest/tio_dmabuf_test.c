@@ -12,6 +12,7 @@
 #include <xf86drm.h>
 
 #include "kselftest_harness.h"
+#include "tio_fdpass.h"
 #include "tio_buf_common.h"
 
 FIXTURE(dmabuf) {
@@ -286,45 +287,6 @@ TEST_F(dmabuf, dmabuf_outlives_handle_and_file)
 	EXPECT_EQ(self->pinned0, tio_pinned(self->fd));
 }
 
-static int send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	char byte = 'x';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *c;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
-}
-
 /* Child: import the dma-buf it receives, check descriptor and bytes. */
 static int child_import(int sock, const struct tio_tensor_desc *want)
 {
@@ -334,7 +296,7 @@ static int child_import(int sock, const struct tio_tensor_desc *want)
 	unsigned char *q;
 	int fd, dfd, ret = 10;
 
-	dfd = recv_fd(sock);
+	dfd = tio_recv_fd(sock, 0);
 	fd = tio_open();
 	if (dfd < 0 || fd < 0)
 		return 1;
@@ -385,7 +347,7 @@ TEST_F(dmabuf, unix_socket_to_child_keeps_descriptor)
 	tio_fill(p, 2 * PAGE, 51);
 	munmap(p, 2 * PAGE);
 	ASSERT_EQ(0, tio_export(self->fd, h, TIO_EXPORT_F_CLOEXEC, &dfd));
-	ASSERT_EQ(0, send_fd(sv[0], dfd));
+	ASSERT_EQ(0, tio_send_fd(sv[0], dfd, 0));
 	close(dfd);
 	ASSERT_EQ(1, read(sv[0], &c, 1));
 	/* The exporter lets go of everything while the child still maps it. */

@@ -24,6 +24,7 @@
 #include <libdrm/drm.h>
 
 #include "kselftest_harness.h"
+#include "tio_fdpass.h"
 
 /* libdrm ships no vgem_drm.h: include/uapi/drm/vgem_drm.h, 4.10 on. */
 #define DRM_VGEM_FENCE_ATTACH	0x1
@@ -410,45 +411,6 @@ TEST_F(fence, destroy_with_pending_import)
 	close(sfd);
 }
 
-static int send_fd(int sock, int fd)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	char byte = 'f';
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
-	};
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&msg);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 /*
  * A child owns a stream with unsignalled points and hands us a sync_file;
  * we wait on it (poll, and FENCE_WAIT through an imported point) and the
@@ -472,7 +434,7 @@ TEST_F(fence, process_exit_cancels)
 		if (fd < 0 || !s || emit(fd, s) != 1 || emit(fd, s) != 2)
 			_exit(1);
 		x = fexport(fd, s, 2, 0);
-		if (x < 0 || send_fd(sv[1], x))
+		if (x < 0 || tio_send_fd(sv[1], x, 0))
 			_exit(2);
 		/* Exit, points unsignalled, once the parent says so. */
 		if (read(sv[1], &go, 1) != 1)
@@ -480,7 +442,7 @@ TEST_F(fence, process_exit_cancels)
 		_exit(0);
 	}
 	close(sv[1]);
-	sfd = recv_fd(sv[0]);
+	sfd = tio_recv_fd(sv[0], 0);
 	ASSERT_LE(0, sfd);
 	EXPECT_EQ(0, sync_status(sfd, NULL, NULL));
 	mine = fimport(self->fd, self->s, sfd);

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tio_fdpass.h"
 #include "tio_peers.h"
 
 #define PAGE 4096
@@ -56,39 +57,6 @@ static void fail(const char *what, int err)
 	atomic_store(&bad, 1);
 }
 
-static int send_fd(int fd)
-{
-	char c = 0, cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(sock[1], &m, MSG_DONTWAIT) == 1 ? 0 : -errno;
-}
-
-static int recv_fd(void)
-{
-	char c, cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
-			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *cm;
-	int fd;
-
-	if (recvmsg(sock[0], &m, MSG_DONTWAIT) != 1)
-		return -1;
-	cm = CMSG_FIRSTHDR(&m);
-	if (!cm || cm->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-	return fd;
-}
-
 /*
  * A child: objects, exports passed to the parent, parked waits that never
  * complete on their own; then it spins doing work until it is killed.
@@ -110,7 +78,7 @@ static void child(uint64_t seed)
 		_exit(1);
 	x.handle = a.handle;
 	if (!xioctl(dev, TIO_IOC_BUF_EXPORT, &x)) {
-		send_fd(x.fd);
+		tio_send_fd(sock[1], x.fd, MSG_DONTWAIT);
 		close(x.fd);
 	}
 	e.stream = sc.handle;
@@ -128,7 +96,7 @@ static void child(uint64_t seed)
 	fx.stream = sc.handle;
 	fx.seqno = e.seqno;
 	if (!xioctl(dev, TIO_IOC_FENCE_EXPORT, &fx)) {
-		send_fd(fx.fd);
+		tio_send_fd(sock[1], fx.fd, MSG_DONTWAIT);
 		close(fx.fd);
 	}
 	for (;;) {		/* busy until killed */
@@ -170,7 +138,7 @@ struct worker {
 /* Imports and waits on what the children passed us, dead or alive. */
 static void use_foreign(struct worker *k, __u32 stream)
 {
-	int fd = recv_fd(), ret;
+	int fd = tio_recv_fd(sock[0], MSG_DONTWAIT), ret;
 	struct tio_buf_import im = { 0 };
 	struct tio_fence_import fi = { .stream = stream };
 
@@ -363,7 +331,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < threads; i++)
 		pthread_join(w[i].tid, NULL);
 	pthread_join(kt, NULL);
-	while ((i = recv_fd()) >= 0)
+	while ((i = tio_recv_fd(sock[0], MSG_DONTWAIT)) >= 0)
 		close(i);
 	/* The survivor's file still works after all that. */
 	if (xioctl(dev, TIO_IOC_INFO, &info))
