@@ -127,31 +127,33 @@ static void tio_dmabuf_release(struct dma_buf *dmabuf)
 }
 
 /* Make the CPU see what devices wrote, or devices what the CPU wrote. */
-static int tio_dmabuf_begin_cpu_access(struct dma_buf *dmabuf,
-				       enum dma_data_direction dir)
+static void tio_dmabuf_sync(struct tio_buffer *buf, bool for_cpu)
 {
-	struct tio_buffer *buf = dmabuf->priv;
 	struct tio_attach *a;
 
 	mutex_lock(&buf->lock);
-	list_for_each_entry(a, &buf->attachments, node)
-		if (a->mapped)
+	list_for_each_entry(a, &buf->attachments, node) {
+		if (!a->mapped)
+			continue;
+		if (for_cpu)
 			dma_sync_sgtable_for_cpu(a->dev, &a->sgt, a->dir);
+		else
+			dma_sync_sgtable_for_device(a->dev, &a->sgt, a->dir);
+	}
 	mutex_unlock(&buf->lock);
+}
+
+static int tio_dmabuf_begin_cpu_access(struct dma_buf *dmabuf,
+				       enum dma_data_direction dir)
+{
+	tio_dmabuf_sync(dmabuf->priv, true);
 	return 0;
 }
 
 static int tio_dmabuf_end_cpu_access(struct dma_buf *dmabuf,
 				     enum dma_data_direction dir)
 {
-	struct tio_buffer *buf = dmabuf->priv;
-	struct tio_attach *a;
-
-	mutex_lock(&buf->lock);
-	list_for_each_entry(a, &buf->attachments, node)
-		if (a->mapped)
-			dma_sync_sgtable_for_device(a->dev, &a->sgt, a->dir);
-	mutex_unlock(&buf->lock);
+	tio_dmabuf_sync(dmabuf->priv, false);
 	return 0;
 }
 
