@@ -167,6 +167,12 @@ static const char *status_name(enum bench_status s)
 int bench_write_json(const char *path, const struct bench_header *h,
 		     const struct bench_result *r, size_t n)
 {
+	const char *const hdr[][2] = {
+		{ "machine", h->machine }, { "kernel", h->kernel },
+		{ "backend", h->backend }, { "compiler", h->compiler },
+		{ "commit", h->commit }, { "date", h->date },
+		{ "mode", h->mode }, { "unit", bench_unit_name(h->unit) },
+	};
 	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
 	size_t i, j;
 	int err = 0;
@@ -174,22 +180,10 @@ int bench_write_json(const char *path, const struct bench_header *h,
 	if (!f)
 		return -errno;
 	fputs("{\n  \"format\": \"tio-bench/1\",\n  \"header\": {", f);
-	fputs("\"machine\": ", f);
-	json_str(f, h->machine);
-	fputs(", \"kernel\": ", f);
-	json_str(f, h->kernel);
-	fputs(", \"backend\": ", f);
-	json_str(f, h->backend);
-	fputs(", \"compiler\": ", f);
-	json_str(f, h->compiler);
-	fputs(", \"commit\": ", f);
-	json_str(f, h->commit);
-	fputs(", \"date\": ", f);
-	json_str(f, h->date);
-	fputs(", \"mode\": ", f);
-	json_str(f, h->mode);
-	fputs(", \"unit\": ", f);
-	json_str(f, bench_unit_name(h->unit));
+	for (i = 0; i < sizeof(hdr) / sizeof(hdr[0]); i++) {
+		fprintf(f, "%s\"%s\": ", i ? ", " : "", hdr[i][0]);
+		json_str(f, hdr[i][1]);
+	}
 	fputs("},\n  \"results\": [", f);
 	for (i = 0; i < n; i++) {
 		const struct bench_result *x = &r[i];
