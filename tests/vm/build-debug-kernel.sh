@@ -15,12 +15,16 @@ key=$( (cat "$frag"; stat -c '%s %Y' "$tarball") | sha256sum | cut -c1-12)
 src=$cache/debug-src-$key
 stamp=$cache/debug-$key.release
 
+mkdir -p "$cache"
+# Several checkouts may share the cache: one build at a time, and a
+# waiter uses what the first one built.
+exec 9>"$cache/debug.lock"
+flock 9
 if [ -e "$stamp" ]; then
 	cat "$stamp"
 	exit 0
 fi
 log=$cache/debug-$key.log
-mkdir -p "$cache"
 echo "debug kernel: building in $src (log $log, several minutes)" >&2
 {
 	rm -rf "$cache"/debug-src-*
