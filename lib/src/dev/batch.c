@@ -33,7 +33,7 @@
 #include <tensorio/error.h>
 #include <tensorio/function.h>
 
-#include "dev_internal.h"
+#include "dev/dev_internal.h"
 
 #define TIO_RING_ENTRIES 128
 

@@ -13,7 +13,7 @@
 #include <tensorio/error.h>
 #include <tensorio/tensor.h>
 
-#include "dev_internal.h"
+#include "dev/dev_internal.h"
 
 static void tio_buffer_finalize(void *self)
 {

@@ -17,7 +17,7 @@
 
 #include <tensorio/error.h>
 
-#include "dev_internal.h"
+#include "dev/dev_internal.h"
 
 static pthread_mutex_t tio_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tio_ctx *tio_ctx_cur;	/* under tio_ctx_lock; read with acquire */

@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "dev_internal.h"
+#include "dev/dev_internal.h"
 
 static int desc_extent(const struct tio_tensor_desc *d, uint64_t *numel,
 		       int64_t *lo, int64_t *hi)

@@ -10,7 +10,7 @@
 
 #include <tensorio/error.h>
 
-#include "dev_internal.h"
+#include "dev/dev_internal.h"
 
 static void tio_stream_finalize(void *self)
 {

@@ -16,7 +16,7 @@
 #include <tensorio/string.h>
 #include <tensorio/type.h>
 
-#include "dev_internal.h"
+#include "dev/dev_internal.h"
 
 static pthread_once_t tio_dev_types_once = PTHREAD_ONCE_INIT;
 static int32_t tio_dev_type_buffer = -1;	/* written once, under the once */

@@ -6,7 +6,7 @@
  */
 #include <math.h>
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 static const char *const pod_names[] = {
 	[TIO_TYPE_NONE] = "None",

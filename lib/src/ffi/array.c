@@ -2,7 +2,7 @@
 /*
  * Array: a growable vector of owned Anys.
  */
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 static void array_deleter(void *self, int flags)
 {

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 #define BT_MAX_FRAMES 64
 

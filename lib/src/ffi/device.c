@@ -4,7 +4,7 @@
  */
 #include <stdio.h>
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 static const char *const names[] = {
 	[TIO_DL_CPU] = "cpu",

@@ -7,7 +7,7 @@
  * Export hands out a managed tensor that holds a reference to the Tensor;
  * importing one of our own exports unwraps it back to the same Tensor.
  */
-#include "tensor_internal.h"
+#include "ffi/tensor_internal.h"
 
 static struct tensor_obj *wrap(const DLTensor *dl, int32_t kind, void *manager, int readonly)
 {

@@ -4,7 +4,7 @@
  */
 #include <stdio.h>
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 /* Names that carry their own bits. */
 static const struct {

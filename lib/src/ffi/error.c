@@ -11,7 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 static TIO_TLS tio_object_t *raised;
 static TIO_TLS int raised_key_set;

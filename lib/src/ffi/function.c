@@ -6,7 +6,7 @@
  * its self in the object, so other TVM-FFI-compatible code can call our
  * Functions; tio_func_call() skips it and calls the callback directly.
  */
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 static int trampoline(void *handle, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
 {

@@ -13,7 +13,7 @@
  */
 #include <pthread.h>
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 struct entry {
 	char *name;

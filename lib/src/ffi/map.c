@@ -4,7 +4,7 @@
  * order (erased ones become holes, compacted on growth); an open-addressing
  * index of int32 positions finds them by hash.
  */
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 struct map_entry {
 	tio_any_t key;

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 struct module_obj {
 	tio_object_t header;

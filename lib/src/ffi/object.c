@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 TIO_TLS struct tio_live_slot tio__live;
 

@@ -10,7 +10,7 @@
  */
 #include <float.h>
 
-#include "type_internal.h"
+#include "ffi/type_internal.h"
 
 /* Default accessors. */
 #define INT_ACCESSORS(T, NAME, MIN, MAX)					\

@@ -2,7 +2,7 @@
 /*
  * Shape: an immutable vector of int64, stored right after the object.
  */
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 static void shape_deleter(void *self, int flags)
 {

@@ -3,7 +3,7 @@
  * Strings and bytes: inline in the Any up to 7 bytes, else one allocation
  * holding the object and its NUL-terminated contents.
  */
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 static void str_deleter(void *self, int flags)
 {

@@ -2,7 +2,7 @@
 /*
  * Tensor objects: allocation, views, layout checks.
  */
-#include "tensor_internal.h"
+#include "ffi/tensor_internal.h"
 
 #define MAX_NDIM 64
 

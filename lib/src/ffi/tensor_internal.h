@@ -5,7 +5,7 @@
 #ifndef TIO_TENSOR_INTERNAL_H
 #define TIO_TENSOR_INTERNAL_H
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 enum tensor_kind {
 	TENSOR_OWNED,		/* manager: data from aligned_alloc */

@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-#include "ffi_internal.h"
+#include "ffi/ffi_internal.h"
 
 #define TIO_TYPE_TABLE_SIZE 4096
 

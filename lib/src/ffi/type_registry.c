@@ -10,7 +10,7 @@
  */
 #include <stdio.h>
 
-#include "type_internal.h"
+#include "ffi/type_internal.h"
 
 pthread_mutex_t type_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -21,8 +21,8 @@
 #include <tensorio/gpu_hip.h>
 #include <tensorio/tensor.h>
 
-#include "dev_internal.h"
-#include "gpu_internal.h"
+#include "dev/dev_internal.h"
+#include "gpu/gpu_internal.h"
 
 #define TIO_GPU_MAX_NDIM 64
 

@@ -17,7 +17,7 @@
  */
 #include <stdint.h>
 
-#include "gpu_internal.h"
+#include "gpu/gpu_internal.h"
 
 #ifdef TIO_HAVE_HIP
 

@@ -15,7 +15,7 @@
 #include <tensorio/io.h>
 #include <tensorio/safetensors.h>
 
-#include "dev_internal.h"
+#include "dev/dev_internal.h"
 
 static const struct {
 	const char *name;

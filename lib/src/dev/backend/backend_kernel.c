@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "dev_internal.h"
+#include "dev/dev_internal.h"
 
 #define TIO_DEV_PATH "/dev/tensorio"
 #define TIO_KERNEL_NEEDS (TIO_FEAT_BUFFERS | TIO_FEAT_STREAMS)

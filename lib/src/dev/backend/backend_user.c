@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dev_internal.h"
+#include "dev/dev_internal.h"
 
 #define UB_HANDLE_SHIFT 40
 #define UB_MAX_BUF_SIZE (UINT64_C(1) << 40)
