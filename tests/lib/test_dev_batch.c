@@ -57,7 +57,7 @@ TEST_F(ba, mixed_batch_results_in_order)
 
 	ASSERT_OK(tio_func_new(log_call, &log, NULL, &logf));
 	ASSERT_OK(tio_func_get_global("tio.stream.signalled", &signalled));
-	ASSERT_OK(tio_func_get_global("tio.stream.emit", &emit));
+	ASSERT_OK(tio_func_get_global("tio.fence.emit", &emit));
 	ASSERT_OK(tio_stream_create(&s));
 	ASSERT_OK(tio_batch_new(0, &b));
 
@@ -239,6 +239,61 @@ TEST_F(ba, async_waits_time_out_and_complete_later)
 	EXPECT_EQ(0, result_int(_metadata, b, 1));
 	tio_batch_free(b);
 	tio_stream_release(s);
+}
+
+/* BUF_WAIT parks in a batch like FENCE_WAIT: submit never blocks on it. */
+TEST_F(ba, buffer_waits_park)
+{
+	tio_object_t *wait;
+	tio_buffer_t *buf;
+	tio_stream_t *s;
+	tio_batch_t *b;
+	tio_any_t args[3];
+	uint64_t seq;
+
+	ASSERT_OK(tio_func_get_global("tio.buffer.wait", &wait));
+	ASSERT_OK(tio_buffer_alloc(4096, NULL, &buf));
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(tio_stream_emit(s, &seq));
+	ASSERT_OK(tio_buffer_attach_fence(buf, s, seq, TIO_RESV_F_WRITE));
+	ASSERT_OK(tio_batch_new(0, &b));
+	args[0] = tio_any_object((tio_object_t *)buf);
+	args[1] = tio_any_int(-1);	/* no timeout: it must park, not block */
+	ASSERT_EQ(0, tio_batch_add(b, wait, args, 2));
+	ASSERT_EQ(1, tio_batch_fence_emit(b, s));
+	ASSERT_OK(tio_batch_submit(b));
+	EXPECT_EQ(TIO_BATCH_PENDING, tio_batch_status(b, 0));
+	EXPECT_EQ(0, tio_batch_status(b, 1));
+	ASSERT_OK(tio_stream_signal(s, seq, 0));
+	ASSERT_EQ(2, tio_batch_wait(b, 2, -1));
+	EXPECT_EQ(0, tio_batch_status(b, 0));
+	EXPECT_EQ(0, result_int(_metadata, b, 0));	/* signalled cleanly */
+	tio_batch_free(b);
+	tio_stream_release(s);
+	tio_buffer_release(buf);
+	tio_object_decref(wait);
+}
+
+/* A batch holds the context: after tio_shutdown() it still runs, safely. */
+TEST_F(ba, batch_outlives_shutdown)
+{
+	tio_object_t *alloc;
+	tio_batch_t *b;
+	tio_any_t arg = tio_any_int(4096), v;
+
+	ASSERT_OK(tio_func_get_global("tio.buffer.alloc", &alloc));
+	ASSERT_OK(tio_batch_new(0, &b));
+	ASSERT_EQ(0, tio_batch_add(b, alloc, &arg, 1));
+	ASSERT_OK(tio_shutdown());
+	ASSERT_OK(tio_batch_submit(b));
+	ASSERT_EQ(1, tio_batch_wait(b, 1, -1));
+	EXPECT_EQ(0, tio_batch_status(b, 0));
+	ASSERT_OK(tio_batch_result(b, 0, &v));
+	EXPECT_EQ(4096, tio_buffer_size((tio_buffer_t *)v.v_obj));
+	tio_any_release(&v);
+	tio_batch_free(b);	/* drops the last reference: the backend closes */
+	tio_object_decref(alloc);
+	EXPECT_EQ(0, tio_debug_live_handles());
 }
 
 TEST_F(ba, bad_inputs)

@@ -321,14 +321,67 @@ TEST_F(buf, ffi_globals_drive_buffers)
 	/* Bad arguments: a clear error, nothing allocated. */
 	args[0] = tio_any_float(1.0);
 	ASSERT_EQ(-1, tio_func_call_any(alloc, args, 1, &ret));
-	ASSERT_DEV_MSG(EINVAL, "tio.buffer.alloc: argument 1 must be an int");
+	ASSERT_DEV_MSG(EINVAL, "tio.buffer.alloc: argument 1 (size) must be an int");
 	ASSERT_EQ(-1, tio_func_call_any(alloc, args, 0, &ret));
-	ASSERT_DEV_MSG(EINVAL, "takes 1 to 1 arguments");
+	ASSERT_DEV_MSG(EINVAL, "takes 1 to 2 arguments");
 	args[0] = tio_any_int(1);
 	ASSERT_EQ(-1, tio_func_call_any(info, args, 1, &ret));
 	ASSERT_DEV_MSG(EINVAL, "must be a tio.Buffer");
 	tio_object_decref(alloc);
 	tio_object_decref(info);
+}
+
+/* Every uapi command has its FFI global: BUF_PIN_USER and BUF_SET_DESC too. */
+TEST_F(buf, ffi_globals_pin_and_set_desc)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct tio_tensor_desc d = f32_desc(4, 8), got;
+	tio_object_t *pin, *set_desc, *info;
+	tio_any_t args[3], ret = tio_any_none(), v = tio_any_none();
+	struct tio_buf_info bi;
+	char *mem;
+
+	mem = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	ASSERT_OK(tio_func_get_global("tio.buffer.pin_user", &pin));
+	ASSERT_OK(tio_func_get_global("tio.buffer.set_desc", &set_desc));
+	ASSERT_OK(tio_func_get_global("tio.buffer.info", &info));
+	args[0] = tio_any_ptr(mem);
+	args[1] = tio_any_int((int64_t)pg);
+	ASSERT_OK(tio_func_call_any(pin, args, 2, &ret));
+	EXPECT_EQ((void *)mem, tio_buffer_data((tio_buffer_t *)ret.v_obj));
+	ASSERT_OK(tio_object_get_field(ret.v_obj, "kind", &v));
+	EXPECT_EQ(TIO_BUF_KIND_USER, v.v_int64);
+	args[0] = ret;
+	args[1] = tio_any_ptr(&d);
+	ASSERT_OK(tio_func_call_any(set_desc, args, 2, &v));
+	ASSERT_OK(tio_buffer_info((tio_buffer_t *)ret.v_obj, &bi, &got));
+	EXPECT_TRUE(bi.state & TIO_BUF_S_DESC);
+	EXPECT_EQ(8, got.shape[1]);
+	/* None with TIO_DESC_CLEAR drops it. */
+	args[1] = tio_any_none();
+	args[2] = tio_any_int(TIO_DESC_CLEAR);
+	ASSERT_OK(tio_func_call_any(set_desc, args, 3, &v));
+	ASSERT_OK(tio_buffer_info((tio_buffer_t *)ret.v_obj, &bi, NULL));
+	EXPECT_FALSE(bi.state & TIO_BUF_S_DESC);
+	/* Bad arguments: clear errors, nothing pinned. */
+	args[1] = tio_any_float(1.0);
+	ASSERT_EQ(-1, tio_func_call_any(set_desc, args, 2, &v));
+	ASSERT_DEV_MSG(EINVAL, "tio.buffer.set_desc: argument 2 (desc) must be a pointer");
+	args[2] = tio_any_int(-1);
+	args[1] = tio_any_none();
+	ASSERT_EQ(-1, tio_func_call_any(set_desc, args, 3, &v));
+	ASSERT_DEV_MSG(EINVAL, "argument 3 (flags) must be in [0, 4294967295], got -1");
+	tio_any_release(&ret);
+	args[0] = tio_any_ptr(mem);
+	args[1] = tio_any_int(0);
+	ASSERT_EQ(-1, tio_func_call_any(pin, args, 2, &ret));
+	ASSERT_DEV_MSG(EINVAL, "tio.buffer.pin_user: argument 2 (size) must be positive, got 0");
+	EXPECT_EQ(0, tio_debug_live_handles());
+	tio_object_decref(pin);
+	tio_object_decref(set_desc);
+	tio_object_decref(info);
+	munmap(mem, pg);
 }
 
 TEST_HARNESS_MAIN

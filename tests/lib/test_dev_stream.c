@@ -172,9 +172,9 @@ TEST_F(st, ffi_globals_drive_streams)
 	tio_any_t args[3], s = tio_any_none(), v = tio_any_none();
 
 	ASSERT_OK(tio_func_get_global("tio.stream.create", &create));
-	ASSERT_OK(tio_func_get_global("tio.stream.emit", &emit));
-	ASSERT_OK(tio_func_get_global("tio.stream.signal", &sig));
-	ASSERT_OK(tio_func_get_global("tio.stream.wait", &wait));
+	ASSERT_OK(tio_func_get_global("tio.fence.emit", &emit));
+	ASSERT_OK(tio_func_get_global("tio.fence.signal", &sig));
+	ASSERT_OK(tio_func_get_global("tio.fence.wait", &wait));
 	ASSERT_OK(tio_func_get_global("tio.stream.signalled", &signalled));
 	ASSERT_OK(tio_func_call_any(create, NULL, 0, &s));
 	ASSERT_OK(tio_object_get_field(s.v_obj, "handle", &v));

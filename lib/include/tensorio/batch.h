@@ -12,7 +12,7 @@
  *   uring_cmd (TIO_BATCH_VECTORED), or one uring_cmd each
  *   (TIO_BATCH_URING), or one ioctl each (TIO_BATCH_IOCTL); a batch with
  *   no userspace call in the middle costs one io_uring_enter.
- * - A fence wait (tio.stream.wait, tio_batch_fence_wait()) is asynchronous:
+ * - A fence wait (tio.fence.wait, tio_batch_fence_wait()) is asynchronous:
  *   it parks in the kernel and its slot completes when the fence signals;
  *   entries after it do not wait for it. tio_batch_wait() collects them.
  * - Errors stay in their slot and never affect other entries, unless the

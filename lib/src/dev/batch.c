@@ -23,6 +23,7 @@
  * IORING_SETUP_SINGLE_ISSUER where the kernel has it).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <liburing.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +38,17 @@
 
 #define TIO_RING_ENTRIES 128
 
+/* Where FENCE_WAIT and BUF_WAIT keep their TIO_WAIT_F_* flags. */
+#define TIO_WAIT_FLAGS_OFFSET 4
+_Static_assert(offsetof(struct tio_fence_wait, flags) == TIO_WAIT_FLAGS_OFFSET &&
+	       offsetof(struct tio_buf_wait, flags) == TIO_WAIT_FLAGS_OFFSET,
+	       "wait flags move");
+
 enum { E_CALL, E_CMD, E_WAIT };
 
 struct tio_bentry {
 	int kind;
+	const struct tio_cmd_desc *cmd;	/* E_CMD, E_WAIT: its row */
 	int status;
 	int deferred;		/* a wait run in userspace, not the ring */
 	int in_ring;		/* submitted to the ring, no CQE yet */
@@ -84,16 +92,20 @@ static int64_t tio_now_ns(void)
 
 int tio_batch_new(unsigned int flags, tio_batch_t **out)
 {
-	struct tio_ctx *ctx = tio_ctx_get();
+	struct tio_ctx *ctx;
 	struct tio_batch *b;
 
-	if (!ctx)
-		return -1;
 	if (flags & ~TIO_BATCH_STOP_ON_ERROR)
 		return tio_raise_errno(EINVAL, "tio_batch_new: unknown flags 0x%x", flags);
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return tio_raise_errno(ENOMEM, "tio_batch_new");
+	/* The batch keeps the context (its fd, its ring's file) alive. */
+	ctx = tio_ctx_hold_current();
+	if (!ctx) {
+		free(b);
+		return -1;
+	}
 	b->flags = flags;
 	b->ctx = ctx;
 	*out = b;
@@ -144,15 +156,19 @@ static struct tio_bentry *tio_batch_slot(struct tio_batch *b, int kind)
 	return e;
 }
 
-static int64_t tio_batch_add_record(struct tio_batch *b, unsigned int op,
-				    tio_object_t **keep, int64_t timeout)
+static int64_t tio_batch_add_record(struct tio_batch *b, const struct tio_cmd_desc *cmd,
+				    tio_object_t **keep)
 {
 	struct tio_bentry *e = &b->e[b->n];
+	struct tio_cmd *c = &b->cmds[b->n];
 	int i;
 
-	e->kind = op == TIO_IOC_FENCE_WAIT ? E_WAIT : E_CMD;
-	e->timeout = timeout;
-	b->cmds[b->n].op = op;
+	e->kind = cmd->flags & TIO_CMD_F_WAIT ? E_WAIT : E_CMD;
+	e->cmd = cmd;
+	e->timeout = -1;
+	if (e->kind == E_WAIT)
+		memcpy(&e->timeout, c->payload.bytes + cmd->timeout_offset, sizeof(int64_t));
+	c->op = cmd->op;
 	for (i = 0; i < 2; i++) {
 		e->keep[i] = keep[i];
 		tio_object_incref(keep[i]);
@@ -160,11 +176,24 @@ static int64_t tio_batch_add_record(struct tio_batch *b, unsigned int op,
 	return (int64_t)b->n++;
 }
 
+/* Queue @cmd with its FFI arguments: the one encoder (cmd_table.c). */
+static int64_t tio_batch_add_row(struct tio_batch *b, const struct tio_cmd_desc *cmd,
+				 const tio_any_t *args, int32_t nargs)
+{
+	tio_object_t *keep[2] = { NULL, NULL };
+
+	if (tio_batch_grow(b))
+		return -1;
+	tio_batch_slot(b, E_CMD);
+	if (tio_cmd_encode(cmd, args, nargs, b->cmds[b->n].payload.bytes, keep))
+		return -1;
+	return tio_batch_add_record(b, cmd, keep);
+}
+
 int64_t tio_batch_add(tio_batch_t *b, tio_object_t *func, const tio_any_t *args,
 		      int32_t nargs)
 {
-	const struct tio_drv_fn *fn;
-	tio_object_t *keep[2] = { NULL, NULL };
+	const struct tio_cmd_desc *cmd;
 	struct tio_bentry *e;
 	int32_t i;
 
@@ -172,20 +201,12 @@ int64_t tio_batch_add(tio_batch_t *b, tio_object_t *func, const tio_any_t *args,
 		return tio_raise_errno(EINVAL, "tio_batch_add: not a Function");
 	if (nargs < 0 || (nargs && !args))
 		return tio_raise_errno(EINVAL, "tio_batch_add: bad arguments");
+	cmd = tio_cmd_of_func(func);
+	if (cmd)
+		return tio_batch_add_row(b, cmd, args, nargs);
 	if (tio_batch_grow(b))
 		return -1;
 	e = tio_batch_slot(b, E_CALL);
-	fn = tio_drv_fn_of(func);
-	if (fn) {
-		if (fn->encode(args, nargs, b->cmds[b->n].payload.bytes, keep))
-			return -1;
-		if (fn->op == TIO_IOC_FENCE_WAIT) {
-			struct tio_fence_wait *w = (void *)b->cmds[b->n].payload.bytes;
-
-			return tio_batch_add_record(b, fn->op, keep, w->timeout_ns);
-		}
-		return tio_batch_add_record(b, fn->op, keep, -1);
-	}
 	if (nargs) {
 		e->args = calloc((size_t)nargs, sizeof(*e->args));
 		if (!e->args)
@@ -209,10 +230,10 @@ int64_t tio_batch_add(tio_batch_t *b, tio_object_t *func, const tio_any_t *args,
 int64_t tio_batch_add_cmd(tio_batch_t *b, unsigned int op, const void *payload,
 			  size_t size)
 {
+	const struct tio_cmd_desc *cmd = tio_cmd_of(op);
 	tio_object_t *keep[2] = { NULL, NULL };
-	int64_t timeout = -1;
 
-	if (!tio_op_size(op) || op == TIO_IOC_SUBMIT)
+	if (!cmd || op == TIO_IOC_SUBMIT)
 		return tio_raise_errno(EINVAL, "tio_batch_add_cmd: 0x%x is not a command", op);
 	if (size > TIO_CMD_PAYLOAD || (size && !payload))
 		return tio_raise_errno(EINVAL, "tio_batch_add_cmd: bad payload size %zu", size);
@@ -221,57 +242,40 @@ int64_t tio_batch_add_cmd(tio_batch_t *b, unsigned int op, const void *payload,
 	tio_batch_slot(b, E_CMD);
 	if (size)
 		memcpy(b->cmds[b->n].payload.bytes, payload, size);
-	if (op == TIO_IOC_FENCE_WAIT)
-		timeout = ((struct tio_fence_wait *)b->cmds[b->n].payload.bytes)->timeout_ns;
-	return tio_batch_add_record(b, op, keep, timeout);
+	return tio_batch_add_record(b, cmd, keep);
 }
 
-static int64_t tio_batch_stream_cmd(tio_batch_t *b, tio_stream_t *s, unsigned int op,
-				    uint64_t seqno, int error, int64_t timeout)
+/* A fence command on @s and its other arguments. */
+static int64_t tio_batch_fence(tio_batch_t *b, enum tio_cmd_id id, tio_stream_t *s,
+			       tio_any_t *args, int32_t nargs)
 {
-	tio_object_t *keep[2] = { NULL, NULL };
-	void *p;
-
 	if (!s)
 		return tio_raise_errno(EINVAL, "batch: NULL stream");
-	keep[0] = &s->header;
-	if (tio_batch_grow(b))
-		return -1;
-	tio_batch_slot(b, E_CMD);
-	p = b->cmds[b->n].payload.bytes;
-	switch (op) {
-	case TIO_IOC_FENCE_EMIT:
-		((struct tio_fence_emit *)p)->stream = (uint32_t)s->handle;
-		break;
-	case TIO_IOC_FENCE_SIGNAL:
-		((struct tio_fence_signal *)p)->stream = (uint32_t)s->handle;
-		((struct tio_fence_signal *)p)->seqno = seqno;
-		((struct tio_fence_signal *)p)->error = error;
-		break;
-	default:
-		((struct tio_fence_wait *)p)->stream = (uint32_t)s->handle;
-		((struct tio_fence_wait *)p)->seqno = seqno;
-		((struct tio_fence_wait *)p)->timeout_ns = timeout;
-		break;
-	}
-	return tio_batch_add_record(b, op, keep, timeout);
+	args[0] = tio_any_object(&s->header);
+	return tio_batch_add_row(b, &tio_cmds[id], args, nargs);
 }
 
 int64_t tio_batch_fence_emit(tio_batch_t *b, tio_stream_t *s)
 {
-	return tio_batch_stream_cmd(b, s, TIO_IOC_FENCE_EMIT, 0, 0, -1);
+	tio_any_t args[1];
+
+	return tio_batch_fence(b, TIO_CMD_FENCE_EMIT, s, args, 1);
 }
 
 int64_t tio_batch_fence_signal(tio_batch_t *b, tio_stream_t *s, uint64_t seqno,
 			       int error)
 {
-	return tio_batch_stream_cmd(b, s, TIO_IOC_FENCE_SIGNAL, seqno, error, -1);
+	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(error) };
+
+	return tio_batch_fence(b, TIO_CMD_FENCE_SIGNAL, s, args, 3);
 }
 
 int64_t tio_batch_fence_wait(tio_batch_t *b, tio_stream_t *s, uint64_t seqno,
 			     int64_t timeout_ns)
 {
-	return tio_batch_stream_cmd(b, s, TIO_IOC_FENCE_WAIT, seqno, 0, timeout_ns);
+	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(timeout_ns) };
+
+	return tio_batch_fence(b, TIO_CMD_FENCE_WAIT, s, args, 3);
 }
 
 /* Completion of entry @i with @res (0 or a negative errno). */
@@ -283,13 +287,12 @@ static void tio_batch_complete(struct tio_batch *b, size_t i, int res)
 	if (e->status != TIO_BATCH_PENDING)
 		return;
 	if (!res && e->kind != E_CALL) {
-		if (tio_cmd_decode(b->ctx, &b->cmds[i], &e->ret)) {
+		if (tio_cmd_decode(b->ctx, e->cmd, b->cmds[i].payload.bytes, &e->ret)) {
 			e->err = tio_error_move_from_raised();
 			res = tio_errno() ? -tio_errno() : -ENOMEM;
 		}
 	} else if (res) {
-		snprintf(what, sizeof(what), "%s (batch entry %zu)",
-			 tio_op_name(b->cmds[i].op), i);
+		snprintf(what, sizeof(what), "%s (batch entry %zu)", e->cmd->name, i);
 		if (tio_error_from_errno(res, what, &e->err))
 			e->err = NULL;
 	}
@@ -340,32 +343,37 @@ static void tio_batch_run_call(struct tio_batch *b, size_t i)
 		b->stopped = 1;
 }
 
-/* Deferred waits: run one through the backend, bounded by @limit (abs ns). */
+/*
+ * Deferred waits (FENCE_WAIT, BUF_WAIT): run one through the backend,
+ * bounded by @limit (abs ns). Both payloads keep their flags at offset 4.
+ */
 static int tio_batch_run_wait(struct tio_batch *b, size_t i, int64_t limit)
 {
 	struct tio_bentry *e = &b->e[i];
-	struct tio_fence_wait w;
+	const struct tio_cmd_desc *cmd = e->cmd;
+	struct tio_cmd w;
 	int64_t dl = e->deadline;
+	uint32_t flags;
 	int ret, call_limit = 0;
 
-	memcpy(&w, b->cmds[i].payload.bytes, sizeof(w));
+	memcpy(&w, &b->cmds[i], sizeof(w));
 	if (limit >= 0 && (dl < 0 || limit < dl)) {
 		dl = limit;
 		call_limit = 1;
 	}
 	if (dl >= 0) {
-		w.flags |= TIO_WAIT_F_ABSOLUTE;
-		w.timeout_ns = dl;
-	} else {
-		w.timeout_ns = -1;
+		memcpy(&flags, w.payload.bytes + TIO_WAIT_FLAGS_OFFSET, sizeof(flags));
+		flags |= TIO_WAIT_F_ABSOLUTE;
+		memcpy(w.payload.bytes + TIO_WAIT_FLAGS_OFFSET, &flags, sizeof(flags));
 	}
-	ret = b->ctx->ops->exec(b->ctx, TIO_IOC_FENCE_WAIT, &w);
+	memcpy(w.payload.bytes + cmd->timeout_offset, &dl, sizeof(dl));
+	ret = b->ctx->ops->exec(b->ctx, cmd->op, w.payload.bytes);
 	if (b->ctx->kind == TIO_BACKEND_KERNEL)
 		b->enters++;
 	if (ret == -ETIME && call_limit)
 		return -ETIME;	/* the caller's limit, not the entry's */
 	if (!ret)
-		memcpy(b->cmds[i].payload.bytes, &w, sizeof(w));
+		memcpy(b->cmds[i].payload.bytes, w.payload.bytes, TIO_CMD_PAYLOAD);
 	b->cmds[i].result = ret;
 	e->deferred = 0;
 	tio_batch_complete(b, i, ret);
@@ -527,7 +535,7 @@ static int tio_batch_kernel_segment(struct tio_batch *b, size_t i, size_t j)
 			sqe = tio_batch_sqe(b);
 			if (!sqe)
 				return -1;
-			tio_prep_uring_cmd(b, sqe, TIO_IOC_FENCE_WAIT,
+			tio_prep_uring_cmd(b, sqe, e->cmd->op,
 					   b->cmds[k].payload.bytes, (uint64_t)k << 1);
 			e->in_ring = 1;
 			k++;
@@ -789,5 +797,6 @@ void tio_batch_free(tio_batch_t *b)
 	free(b->subs);
 	free(b->e);
 	free(b->cmds);
+	tio_ctx_put(b->ctx);
 	free(b);
 }

@@ -25,9 +25,10 @@ static void tio_buffer_finalize(void *self)
 	if (buf->mapped)
 		buf->ctx->ops->unmap(buf->ctx, buf->data, (size_t)buf->size);
 	/* Cannot fail for a handle we own; nothing to report to anyway. */
-	buf->ctx->ops->exec(buf->ctx, TIO_IOC_BUF_FREE, &op);
+	buf->ctx->ops->exec(buf->ctx, tio_cmds[TIO_CMD_BUF_FREE].op, &op);
 	pthread_mutex_destroy(&buf->lock);
 	__atomic_fetch_sub(&buf->ctx->live, 1, __ATOMIC_RELEASE);
+	tio_ctx_put(buf->ctx);
 }
 
 /**
@@ -53,7 +54,7 @@ int tio_buffer_wrap(struct tio_ctx *ctx, uint32_t handle, uint32_t kind,
 	if (type >= 0)
 		buf = tio_object_alloc(sizeof(*buf), type, tio_buffer_finalize);
 	if (!buf) {
-		ctx->ops->exec(ctx, TIO_IOC_BUF_FREE, &op);
+		ctx->ops->exec(ctx, tio_cmds[TIO_CMD_BUF_FREE].op, &op);
 		return -1;
 	}
 	buf->handle = handle;
@@ -64,70 +65,65 @@ int tio_buffer_wrap(struct tio_ctx *ctx, uint32_t handle, uint32_t kind,
 	buf->ctx = ctx;
 	pthread_mutex_init(&buf->lock, NULL);
 	__atomic_fetch_add(&ctx->live, 1, __ATOMIC_RELAXED);
+	tio_ctx_hold(ctx);
 	*out = buf;
+	return 0;
+}
+
+/* Run a command whose result is a new buffer. */
+static int tio_buffer_new(enum tio_cmd_id id, const tio_any_t *args, int32_t nargs,
+			  tio_buffer_t **out)
+{
+	struct tio_cmd c;
+	tio_any_t ret;
+
+	if (tio_cmd_run(&tio_cmds[id], args, nargs, c.payload.bytes, &ret))
+		return -1;
+	*out = (tio_buffer_t *)ret.v_obj;
 	return 0;
 }
 
 int tio_buffer_alloc(size_t size, const struct tio_tensor_desc *desc,
 		     tio_buffer_t **out)
 {
-	struct tio_ctx *ctx = tio_ctx_get();
-	struct tio_buf_alloc a;
+	tio_any_t args[2] = { tio_any_int((int64_t)size), tio_any_ptr((void *)desc) };
 
-	if (!ctx)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.size = size;
-	a.desc_ptr = (uintptr_t)desc;
-	if (tio_exec(ctx, TIO_IOC_BUF_ALLOC, &a))
-		return -1;
-	return tio_buffer_wrap(ctx, a.handle, TIO_BUF_KIND_ALLOC,
-			       (size + ctx->page_size - 1) & ~(ctx->page_size - 1),
-			       a.mmap_offset, NULL, out);
+	return tio_buffer_new(TIO_CMD_BUF_ALLOC, args, 2, out);
 }
 
 int tio_buffer_pin(void *addr, size_t size, unsigned int flags, tio_buffer_t **out)
 {
-	struct tio_ctx *ctx = tio_ctx_get();
-	struct tio_buf_pin a;
+	tio_any_t args[3] = { tio_any_ptr(addr), tio_any_int((int64_t)size),
+			      tio_any_int(flags) };
 
-	if (!ctx)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.addr = (uintptr_t)addr;
-	a.size = size;
-	a.flags = flags;
-	if (tio_exec(ctx, TIO_IOC_BUF_PIN_USER, &a))
-		return -1;
-	return tio_buffer_wrap(ctx, a.handle, TIO_BUF_KIND_USER, size,
-			       a.mmap_offset, addr, out);
+	return tio_buffer_new(TIO_CMD_BUF_PIN_USER, args, 3, out);
 }
 
 int tio_buffer_import(int fd, tio_buffer_t **out)
 {
-	struct tio_ctx *ctx = tio_ctx_get();
-	struct tio_buf_import a;
+	tio_any_t arg = tio_any_int(fd);
 
-	if (!ctx)
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.fd = fd;
-	if (tio_exec(ctx, TIO_IOC_BUF_IMPORT, &a))
-		return -1;
-	return tio_buffer_wrap(ctx, a.handle, TIO_BUF_KIND_IMPORT, a.size,
-			       a.mmap_offset, NULL, out);
+	return tio_buffer_new(TIO_CMD_BUF_IMPORT, &arg, 1, out);
+}
+
+/* Run a command on @buf and its other arguments; the payload stays in @c. */
+static int tio_buffer_cmd(enum tio_cmd_id id, tio_buffer_t *buf, tio_any_t *args,
+			  int32_t nargs, struct tio_cmd *c)
+{
+	tio_any_t ret;
+
+	args[0] = tio_any_object(&buf->header);
+	return tio_cmd_run(&tio_cmds[id], args, nargs, c->payload.bytes, &ret);
 }
 
 int tio_buffer_export(tio_buffer_t *buf, unsigned int flags, int *fd)
 {
-	struct tio_buf_export a;
+	tio_any_t args[2] = { { 0 }, tio_any_int(flags) };
+	struct tio_cmd c;
 
-	memset(&a, 0, sizeof(a));
-	a.handle = (uint32_t)buf->handle;
-	a.flags = flags;
-	if (tio_exec(buf->ctx, TIO_IOC_BUF_EXPORT, &a))
+	if (tio_buffer_cmd(TIO_CMD_BUF_EXPORT, buf, args, 2, &c))
 		return -1;
-	*fd = a.fd;
+	*fd = ((struct tio_buf_export *)c.payload.bytes)->fd;
 	return 0;
 }
 
@@ -167,49 +163,44 @@ uint32_t tio_buffer_handle(const tio_buffer_t *buf)
 int tio_buffer_info(tio_buffer_t *buf, struct tio_buf_info *info,
 		    struct tio_tensor_desc *desc)
 {
-	memset(info, 0, sizeof(*info));
-	info->handle = (uint32_t)buf->handle;
-	info->desc_ptr = (uintptr_t)desc;
-	return tio_exec(buf->ctx, TIO_IOC_BUF_INFO, info);
+	tio_any_t args[2] = { { 0 }, tio_any_ptr(desc) };
+	struct tio_cmd c;
+
+	if (tio_buffer_cmd(TIO_CMD_BUF_INFO, buf, args, 2, &c))
+		return -1;
+	memcpy(info, c.payload.bytes, sizeof(*info));
+	return 0;
 }
 
 int tio_buffer_set_desc(tio_buffer_t *buf, const struct tio_tensor_desc *desc)
 {
-	struct tio_buf_desc a;
+	tio_any_t args[3] = { { 0 }, tio_any_ptr((void *)desc),
+			      tio_any_int(desc ? 0 : TIO_DESC_CLEAR) };
+	struct tio_cmd c;
 
-	memset(&a, 0, sizeof(a));
-	a.handle = (uint32_t)buf->handle;
-	a.flags = desc ? 0 : TIO_DESC_CLEAR;
-	a.desc_ptr = (uintptr_t)desc;
-	return tio_exec(buf->ctx, TIO_IOC_BUF_SET_DESC, &a);
+	return tio_buffer_cmd(TIO_CMD_BUF_SET_DESC, buf, args, 3, &c);
 }
 
 int tio_buffer_attach_fence(tio_buffer_t *buf, tio_stream_t *stream,
 			    uint64_t seqno, unsigned int flags)
 {
-	struct tio_buf_attach a;
+	tio_any_t args[4] = { { 0 }, tio_any_object(stream ? &stream->header : NULL),
+			      tio_any_int((int64_t)seqno), tio_any_int(flags) };
+	struct tio_cmd c;
 
-	memset(&a, 0, sizeof(a));
-	a.handle = (uint32_t)buf->handle;
-	a.stream = (uint32_t)stream->handle;
-	a.seqno = seqno;
-	a.flags = flags;
-	return tio_exec(buf->ctx, TIO_IOC_BUF_ATTACH_FENCE, &a);
+	return tio_buffer_cmd(TIO_CMD_BUF_ATTACH_FENCE, buf, args, 4, &c);
 }
 
 int tio_buffer_wait(tio_buffer_t *buf, unsigned int flags, int64_t timeout_ns,
 		    int *status)
 {
-	struct tio_buf_wait a;
+	tio_any_t args[3] = { { 0 }, tio_any_int(timeout_ns), tio_any_int(flags) };
+	struct tio_cmd c;
 
-	memset(&a, 0, sizeof(a));
-	a.handle = (uint32_t)buf->handle;
-	a.flags = flags;
-	a.timeout_ns = timeout_ns;
-	if (tio_exec(buf->ctx, TIO_IOC_BUF_WAIT, &a))
+	if (tio_buffer_cmd(TIO_CMD_BUF_WAIT, buf, args, 3, &c))
 		return -1;
 	if (status)
-		*status = a.status;
+		*status = ((struct tio_buf_wait *)c.payload.bytes)->status;
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The per-process device context: backend selection, errno-carrying
- * errors, and the command names used in messages.
+ * The per-process device context: backend selection, the driver's INFO
+ * and shutdown.
  *
  * Locking: tio_ctx_lock guards creation and destruction of the one
  * context; readers take the published pointer with an acquire load, so the
@@ -20,92 +20,8 @@
 #include "dev/dev_internal.h"
 
 static pthread_mutex_t tio_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tio_ctx *tio_ctx_cur;	/* under tio_ctx_lock; read with acquire */
-static __thread int tio_last_errno;
-
-void tio_set_errno(int err)
-{
-	tio_last_errno = err;
-}
-
-int tio_errno(void)
-{
-	return tio_last_errno;
-}
-
-const char *tio_errno_kind(int err)
-{
-	switch (err) {
-	case EINVAL: case E2BIG: case EOVERFLOW: case ERANGE:
-		return "ValueError";
-	case ENOMEM:
-		return "MemoryError";
-	case ETIME: case ETIMEDOUT:
-		return "TimeoutError";
-	case EOPNOTSUPP: case ENOTTY: case ENOSYS:
-		return "NotImplementedError";
-	case EPERM: case EACCES:
-		return "PermissionError";
-	case ENOENT:
-		return "KeyError";
-	case ECANCELED:
-		return "CancelledError";
-	default:
-		return "OSError";
-	}
-}
-
-static void tio_errno_text(int err, char *buf, size_t len)
-{
-	const char *name = strerrorname_np(err);
-
-	snprintf(buf, len, "%s (%s)", strerror(err), name ? name : "?");
-}
-
-/**
- * tio_raise_errno() - raise an error for errno @err
- * @err: a positive or negative errno
- * @fmt: what failed
- *
- * The message is "<what>: <strerror> (<ENAME>)"; tio_errno() reports @err.
- *
- * Return: -1.
- */
-int tio_raise_errno(int err, const char *fmt, ...)
-{
-	char what[256], text[96];
-	va_list ap;
-
-	if (err < 0)
-		err = -err;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	tio_errno_text(err, text, sizeof(text));
-	tio_error_raise(tio_errno_kind(err), "%s: %s", what, text);
-	tio_last_errno = err;
-	return -1;
-}
-
-/**
- * tio_error_from_errno() - an Error object for errno @err, without a backtrace
- * @err: a positive or negative errno
- * @what: what failed
- * @out: the Error (owned)
- *
- * Return: 0, or -1 (out of memory; nothing raised).
- */
-int tio_error_from_errno(int err, const char *what, tio_object_t **out)
-{
-	char msg[320], text[96];
-
-	if (err < 0)
-		err = -err;
-	tio_errno_text(err, text, sizeof(text));
-	snprintf(msg, sizeof(msg), "%s: %s", what, text);
-	return tio_error_new(tio_errno_kind(err), msg, "", NULL, out);
-}
-
+/* Written under tio_ctx_lock, read with acquire (tio_ctx_get()). */
+struct tio_ctx *tio__ctx_cur;
 static int tio_ctx_create(struct tio_ctx **out)
 {
 	const char *want = getenv("TIO_BACKEND");
@@ -121,6 +37,7 @@ static int tio_ctx_create(struct tio_ctx **out)
 	if (!ctx)
 		return tio_raise_errno(ENOMEM, "allocating the context");
 	ctx->fd = -1;
+	ctx->refs = 1;	/* the published pointer's */
 	ctx->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	if (!want || !*want || !strcmp(want, "kernel")) {
 		ret = tio_backend_kernel_open(ctx, why, sizeof(why));
@@ -149,35 +66,63 @@ done:
 }
 
 /**
- * tio_ctx_get() - the process' context, created on first use
+ * tio_ctx_get_slow() - the process' context, created on first use
+ *
+ * tio_ctx_get() (dev_internal.h) is the inline fast path.
  *
  * Return: the context, or NULL with an error raised.
  */
-struct tio_ctx *tio_ctx_get(void)
+struct tio_ctx *tio_ctx_get_slow(void)
 {
-	struct tio_ctx *ctx = __atomic_load_n(&tio_ctx_cur, __ATOMIC_ACQUIRE);
+	struct tio_ctx *ctx;
 
-	if (ctx)
-		return ctx;
 	pthread_mutex_lock(&tio_ctx_lock);
-	ctx = tio_ctx_cur;
+	ctx = tio__ctx_cur;
 	if (!ctx && !tio_ctx_create(&ctx))
-		__atomic_store_n(&tio_ctx_cur, ctx, __ATOMIC_RELEASE);
+		__atomic_store_n(&tio__ctx_cur, ctx, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&tio_ctx_lock);
 	if (ctx)
 		tio_device_register_globals();
 	return ctx;
 }
 
-int tio_exec(struct tio_ctx *ctx, unsigned int op, void *payload)
+/**
+ * tio_ctx_hold_current() - a reference on the process' context
+ *
+ * For objects that may outlive tio_shutdown() (batches): taken under the
+ * lock, so that a concurrent tio_shutdown() cannot free the context first.
+ *
+ * Return: the context, or NULL with an error raised.
+ */
+struct tio_ctx *tio_ctx_hold_current(void)
 {
-	int ret = ctx->ops->exec(ctx, op, payload);
+	struct tio_ctx *ctx = tio_ctx_get();
 
-	if (ret)
-		return tio_raise_errno(ret, "%s (%s backend)", tio_op_name(op),
-				       ctx->ops->name);
-	tio_last_errno = 0;
-	return 0;
+	if (!ctx)
+		return NULL;
+	pthread_mutex_lock(&tio_ctx_lock);
+	ctx = tio__ctx_cur;
+	if (ctx)
+		tio_ctx_hold(ctx);
+	pthread_mutex_unlock(&tio_ctx_lock);
+	if (!ctx)
+		tio_raise_errno(ESHUTDOWN, "the context was shut down meanwhile");
+	return ctx;
+}
+
+/** tio_ctx_put() - drop a reference; the last one closes the backend */
+void tio_ctx_put(struct tio_ctx *ctx)
+{
+	if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	ctx->ops->destroy(ctx);
+	free(ctx);
+}
+
+/* tio_exec()'s error path: the message names the command and backend. */
+int tio_exec_failed(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd, int err)
+{
+	return tio_raise_errno(err, "%s (%s backend)", cmd->name, ctx->ops->name);
 }
 
 int tio_init(void)
@@ -206,7 +151,7 @@ int tio_driver_info(struct tio_info *out)
 	if (!ctx)
 		return -1;
 	memset(out, 0, sizeof(*out));
-	return tio_exec(ctx, TIO_IOC_INFO, out);
+	return tio_exec(ctx, &tio_cmds[TIO_CMD_INFO], out);
 }
 
 int tio_shutdown(void)
@@ -215,7 +160,7 @@ int tio_shutdown(void)
 	int64_t live;
 
 	pthread_mutex_lock(&tio_ctx_lock);
-	ctx = tio_ctx_cur;
+	ctx = tio__ctx_cur;
 	if (!ctx)
 		goto out;
 	live = __atomic_load_n(&ctx->live, __ATOMIC_ACQUIRE);
@@ -224,9 +169,8 @@ int tio_shutdown(void)
 		return tio_raise_errno(EBUSY, "tio_shutdown: %lld buffers or streams alive",
 				       (long long)live);
 	}
-	__atomic_store_n(&tio_ctx_cur, NULL, __ATOMIC_RELEASE);
-	ctx->ops->destroy(ctx);
-	free(ctx);
+	__atomic_store_n(&tio__ctx_cur, NULL, __ATOMIC_RELEASE);
+	tio_ctx_put(ctx);	/* batches still holding it keep it */
 out:
 	pthread_mutex_unlock(&tio_ctx_lock);
 	return 0;
@@ -234,51 +178,7 @@ out:
 
 int64_t tio_debug_live_handles(void)
 {
-	struct tio_ctx *ctx = __atomic_load_n(&tio_ctx_cur, __ATOMIC_ACQUIRE);
+	struct tio_ctx *ctx = __atomic_load_n(&tio__ctx_cur, __ATOMIC_ACQUIRE);
 
 	return ctx ? __atomic_load_n(&ctx->live, __ATOMIC_RELAXED) : 0;
-}
-
-static const struct {
-	unsigned int op;
-	const char *name;
-} tio_op_names[] = {
-	{ TIO_IOC_INFO, "INFO" },
-	{ TIO_IOC_BUF_ALLOC, "BUF_ALLOC" },
-	{ TIO_IOC_BUF_PIN_USER, "BUF_PIN_USER" },
-	{ TIO_IOC_BUF_FREE, "BUF_FREE" },
-	{ TIO_IOC_BUF_INFO, "BUF_INFO" },
-	{ TIO_IOC_BUF_SET_DESC, "BUF_SET_DESC" },
-	{ TIO_IOC_BUF_EXPORT, "BUF_EXPORT" },
-	{ TIO_IOC_BUF_IMPORT, "BUF_IMPORT" },
-	{ TIO_IOC_BUF_ATTACH_FENCE, "BUF_ATTACH_FENCE" },
-	{ TIO_IOC_BUF_WAIT, "BUF_WAIT" },
-	{ TIO_IOC_STREAM_CREATE, "STREAM_CREATE" },
-	{ TIO_IOC_STREAM_DESTROY, "STREAM_DESTROY" },
-	{ TIO_IOC_FENCE_EMIT, "FENCE_EMIT" },
-	{ TIO_IOC_FENCE_SIGNAL, "FENCE_SIGNAL" },
-	{ TIO_IOC_FENCE_WAIT, "FENCE_WAIT" },
-	{ TIO_IOC_FENCE_EXPORT, "FENCE_EXPORT" },
-	{ TIO_IOC_FENCE_IMPORT, "FENCE_IMPORT" },
-	{ TIO_IOC_SUBMIT, "SUBMIT" },
-};
-
-const char *tio_op_name(unsigned int op)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(tio_op_names) / sizeof(tio_op_names[0]); i++)
-		if (tio_op_names[i].op == op)
-			return tio_op_names[i].name;
-	return "unknown command";
-}
-
-size_t tio_op_size(unsigned int op)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(tio_op_names) / sizeof(tio_op_names[0]); i++)
-		if (tio_op_names[i].op == op)
-			return _IOC_SIZE(op);
-	return 0;
 }

@@ -24,6 +24,9 @@
 #include <tensorio/buffer.h>
 #include <tensorio/stream.h>
 
+#include "ffi/ffi_internal.h"
+#include "dev/cmd_table.h"
+
 struct tio_ctx;
 
 /**
@@ -54,6 +57,8 @@ struct tio_backend_ops {
  * @page_size: the system page size
  * @priv: the backend's state
  * @live: buffers and streams alive (atomic)
+ * @refs: references (atomic): the published pointer's, each buffer's,
+ *	stream's and batch's; the last tio_ctx_put() closes the backend
  */
 struct tio_ctx {
 	int kind;
@@ -63,15 +68,35 @@ struct tio_ctx {
 	size_t page_size;
 	void *priv;
 	int64_t live;
+	int64_t refs;
 };
 
-/* context.c */
-struct tio_ctx *tio_ctx_get(void);
+/* errno.c: errors that carry an errno (tio_errno()). */
+extern TIO_TLS int tio__errno;
 int tio_raise_errno(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void tio_set_errno(int err);
+static inline void tio_set_errno(int err)
+{
+	tio__errno = err;
+}
 const char *tio_errno_kind(int err);
 int tio_error_from_errno(int err, const char *what, tio_object_t **out);
+
+/* context.c: the context, created on first use (the fast path inline). */
+extern struct tio_ctx *tio__ctx_cur;
+struct tio_ctx *tio_ctx_get_slow(void);
+struct tio_ctx *tio_ctx_hold_current(void);
+void tio_ctx_put(struct tio_ctx *ctx);
+static inline void tio_ctx_hold(struct tio_ctx *ctx)
+{
+	__atomic_fetch_add(&ctx->refs, 1, __ATOMIC_RELAXED);
+}
+static inline struct tio_ctx *tio_ctx_get(void)
+{
+	struct tio_ctx *ctx = __atomic_load_n(&tio__ctx_cur, __ATOMIC_ACQUIRE);
+
+	return TIO_LIKELY(ctx) ? ctx : tio_ctx_get_slow();
+}
 
 /* backend_kernel.c, backend_user.c */
 int tio_backend_kernel_open(struct tio_ctx *ctx, char *why, size_t len);
@@ -79,7 +104,7 @@ int tio_backend_user_open(struct tio_ctx *ctx, char *why, size_t len);
 extern const struct tio_backend_ops tio_backend_kernel_ops;
 extern const struct tio_backend_ops tio_backend_user_ops;
 
-/* The name of a command ("BUF_ALLOC"), for messages. */
+/* cmd_table.c: the name of a command ("BUF_ALLOC"), for messages. */
 const char *tio_op_name(unsigned int op);
 /* The payload size of a command, 0 for an unknown one. */
 size_t tio_op_size(unsigned int op);
@@ -145,30 +170,29 @@ int tio_buffer_wrap(struct tio_ctx *ctx, uint32_t handle, uint32_t kind,
 		    tio_buffer_t **out);
 int tio_stream_wrap(struct tio_ctx *ctx, const struct tio_stream_create *sc,
 		    tio_stream_t **out);
-/* Run one command with the context's backend, raising on failure. */
-int tio_exec(struct tio_ctx *ctx, unsigned int op, void *payload);
+/*
+ * Run one command with the context's backend; on failure raise an error
+ * that names the command and the backend (context.c).
+ */
+int tio_exec_failed(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd, int err);
+static inline int tio_exec(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
+			   void *payload)
+{
+	int ret = ctx->ops->exec(ctx, cmd->op, payload);
 
-/* uapi_ffi.c: type indices of tio.Buffer and tio.Stream. */
+	if (TIO_UNLIKELY(ret))
+		return tio_exec_failed(ctx, cmd, ret);
+	tio__errno = 0;
+	return 0;
+}
+
+/* cmd_table.c: type indices of tio.Buffer and tio.Stream (-1: none yet). */
+struct tio_dev_types {
+	int32_t buffer;
+	int32_t stream;
+};
+extern struct tio_dev_types tio_dev_types;
 int32_t tio_buffer_type_index(void);
 int32_t tio_stream_type_index(void);
-
-/**
- * struct tio_drv_fn - an FFI function that is one driver command
- * @name: its global name ("tio.stream.signal")
- * @op: the command (TIO_IOC_*)
- * @encode: check @args and fill the zeroed @payload; store in @keep (two
- *	slots, borrowed references) the objects whose handles it used; 0, or
- *	-1 with an error raised
- */
-struct tio_drv_fn {
-	const char *name;
-	unsigned int op;
-	int (*encode)(const tio_any_t *args, int32_t nargs, void *payload,
-		      tio_object_t **keep);
-};
-
-/* uapi_ffi.c */
-const struct tio_drv_fn *tio_drv_fn_of(tio_object_t *func);
-int tio_cmd_decode(struct tio_ctx *ctx, const struct tio_cmd *c, tio_any_t *ret);
 
 #endif /* TIO_DEV_INTERNAL_H */

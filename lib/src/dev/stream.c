@@ -24,6 +24,7 @@ static void tio_stream_finalize(void *self)
 	s->ctx->ops->exec(s->ctx, TIO_IOC_STREAM_DESTROY, &op);
 	pthread_mutex_destroy(&s->lock);
 	__atomic_fetch_sub(&s->ctx->live, 1, __ATOMIC_RELEASE);
+	tio_ctx_put(s->ctx);
 }
 
 /**
@@ -53,21 +54,30 @@ int tio_stream_wrap(struct tio_ctx *ctx, const struct tio_stream_create *sc,
 	s->ctx = ctx;
 	pthread_mutex_init(&s->lock, NULL);
 	__atomic_fetch_add(&ctx->live, 1, __ATOMIC_RELAXED);
+	tio_ctx_hold(ctx);
 	*out = s;
 	return 0;
 }
 
 int tio_stream_create(tio_stream_t **out)
 {
-	struct tio_ctx *ctx = tio_ctx_get();
-	struct tio_stream_create a;
+	struct tio_cmd c;
+	tio_any_t ret;
 
-	if (!ctx)
+	if (tio_cmd_run(&tio_cmds[TIO_CMD_STREAM_CREATE], NULL, 0, c.payload.bytes, &ret))
 		return -1;
-	memset(&a, 0, sizeof(a));
-	if (tio_exec(ctx, TIO_IOC_STREAM_CREATE, &a))
-		return -1;
-	return tio_stream_wrap(ctx, &a, out);
+	*out = (tio_stream_t *)ret.v_obj;
+	return 0;
+}
+
+/* Run a command on @s and its other arguments; the payload stays in @c. */
+static int tio_stream_cmd(enum tio_cmd_id id, tio_stream_t *s, tio_any_t *args,
+			  int32_t nargs, struct tio_cmd *c)
+{
+	tio_any_t ret;
+
+	args[0] = tio_any_object(&s->header);
+	return tio_cmd_run(&tio_cmds[id], args, nargs, c->payload.bytes, &ret);
 }
 
 void tio_stream_release(tio_stream_t *s)
@@ -83,39 +93,32 @@ uint32_t tio_stream_handle(const tio_stream_t *s)
 
 int tio_stream_emit(tio_stream_t *s, uint64_t *seqno)
 {
-	struct tio_fence_emit a;
+	tio_any_t args[1];
+	struct tio_cmd c;
 
-	memset(&a, 0, sizeof(a));
-	a.stream = (uint32_t)s->handle;
-	if (tio_exec(s->ctx, TIO_IOC_FENCE_EMIT, &a))
+	if (tio_stream_cmd(TIO_CMD_FENCE_EMIT, s, args, 1, &c))
 		return -1;
-	*seqno = a.seqno;
+	*seqno = ((struct tio_fence_emit *)c.payload.bytes)->seqno;
 	return 0;
 }
 
 int tio_stream_signal(tio_stream_t *s, uint64_t seqno, int error)
 {
-	struct tio_fence_signal a;
+	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(error) };
+	struct tio_cmd c;
 
-	memset(&a, 0, sizeof(a));
-	a.stream = (uint32_t)s->handle;
-	a.seqno = seqno;
-	a.error = error;
-	return tio_exec(s->ctx, TIO_IOC_FENCE_SIGNAL, &a);
+	return tio_stream_cmd(TIO_CMD_FENCE_SIGNAL, s, args, 3, &c);
 }
 
 int tio_stream_wait(tio_stream_t *s, uint64_t seqno, int64_t timeout_ns, int *status)
 {
-	struct tio_fence_wait a;
+	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(timeout_ns) };
+	struct tio_cmd c;
 
-	memset(&a, 0, sizeof(a));
-	a.stream = (uint32_t)s->handle;
-	a.seqno = seqno;
-	a.timeout_ns = timeout_ns;
-	if (tio_exec(s->ctx, TIO_IOC_FENCE_WAIT, &a))
+	if (tio_stream_cmd(TIO_CMD_FENCE_WAIT, s, args, 3, &c))
 		return -1;
 	if (status)
-		*status = a.status;
+		*status = ((struct tio_fence_wait *)c.payload.bytes)->status;
 	return 0;
 }
 
@@ -155,27 +158,22 @@ uint64_t tio_stream_signalled(tio_stream_t *s)
 int tio_stream_export_sync_file(tio_stream_t *s, uint64_t seqno,
 				unsigned int flags, int *fd)
 {
-	struct tio_fence_export a;
+	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(flags) };
+	struct tio_cmd c;
 
-	memset(&a, 0, sizeof(a));
-	a.stream = (uint32_t)s->handle;
-	a.seqno = seqno;
-	a.flags = flags;
-	if (tio_exec(s->ctx, TIO_IOC_FENCE_EXPORT, &a))
+	if (tio_stream_cmd(TIO_CMD_FENCE_EXPORT, s, args, 3, &c))
 		return -1;
-	*fd = a.fd;
+	*fd = ((struct tio_fence_export *)c.payload.bytes)->fd;
 	return 0;
 }
 
 int tio_stream_import_sync_file(tio_stream_t *s, int fd, uint64_t *seqno)
 {
-	struct tio_fence_import a;
+	tio_any_t args[2] = { { 0 }, tio_any_int(fd) };
+	struct tio_cmd c;
 
-	memset(&a, 0, sizeof(a));
-	a.stream = (uint32_t)s->handle;
-	a.fd = fd;
-	if (tio_exec(s->ctx, TIO_IOC_FENCE_IMPORT, &a))
+	if (tio_stream_cmd(TIO_CMD_FENCE_IMPORT, s, args, 2, &c))
 		return -1;
-	*seqno = a.seqno;
+	*seqno = ((struct tio_fence_import *)c.payload.bytes)->seqno;
 	return 0;
 }
