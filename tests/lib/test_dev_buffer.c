@@ -73,7 +73,7 @@ TEST(forced_user_backend_and_shutdown_close_everything)
 	ASSERT_OK(tio_buffer_alloc(4096, NULL, &b));
 	ASSERT_EQ(-1, tio_shutdown());
 	ASSERT_DEV_MSG(EBUSY, "alive");
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 	ASSERT_OK(tio_shutdown());
 	EXPECT_EQ(fds, dev_count_fds());
 	EXPECT_EQ(0, tio_debug_live_handles());
@@ -117,7 +117,7 @@ TEST_F(buf, alloc_is_zeroed_page_rounded_and_mapped)
 	EXPECT_EQ(2 * pg, info.size);
 	EXPECT_EQ(TIO_BUF_KIND_ALLOC, info.kind);
 	EXPECT_EQ(0, info.state & TIO_BUF_S_DESC);
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 }
 
 TEST_F(buf, alloc_errors)
@@ -173,7 +173,7 @@ TEST_F(buf, descriptors_set_read_back_and_cleared)
 	ASSERT_OK(tio_buffer_set_desc(b, NULL));
 	ASSERT_OK(tio_buffer_info(b, &info, NULL));
 	EXPECT_EQ(0, info.state & TIO_BUF_S_DESC);
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 }
 
 TEST_F(buf, pin_user_memory)
@@ -191,7 +191,7 @@ TEST_F(buf, pin_user_memory)
 	EXPECT_EQ(2 * pg, tio_buffer_size(b));
 	ASSERT_OK(tio_buffer_info(b, &info, NULL));
 	EXPECT_EQ(TIO_BUF_KIND_USER, info.kind);
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 	b = NULL;
 	ASSERT_EQ(-1, tio_buffer_pin(mem + 1, pg, 0, &b));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
@@ -224,7 +224,7 @@ TEST_F(buf, export_and_import_dmabuf)
 	if (tio_buffer_export(b, TIO_EXPORT_F_CLOEXEC | TIO_EXPORT_F_RDWR, &fd)) {
 		ASSERT_FALSE(dev_is_kernel());
 		ASSERT_DEV_ERR(EOPNOTSUPP, "NotImplementedError");
-		tio_buffer_release(b);
+		tio_buffer_decref(b);
 		SKIP(return, "user backend without /dev/udmabuf: no dma-buf export");
 	}
 	ASSERT_OK(tio_buffer_import(fd, &c));
@@ -235,8 +235,8 @@ TEST_F(buf, export_and_import_dmabuf)
 	q[0] = 'S';
 	EXPECT_EQ('S', p[0]);
 	close(fd);
-	tio_buffer_release(c);
-	tio_buffer_release(b);
+	tio_buffer_decref(c);
+	tio_buffer_decref(b);
 }
 
 TEST_F(buf, import_errors)
@@ -267,7 +267,7 @@ TEST_F(buf, tensor_keeps_its_buffer_alive)
 
 	ASSERT_OK(tio_buffer_alloc(4096, &d, &b));
 	ASSERT_OK(tio_buffer_tensor(b, NULL, &t));
-	tio_buffer_release(b);	/* the tensor holds it now */
+	tio_buffer_decref(b);	/* the tensor holds it now */
 	EXPECT_EQ(1, tio_debug_live_handles());
 	EXPECT_EQ(2, tio_tensor_dl(t)->ndim);
 	EXPECT_EQ(8, tio_tensor_dl(t)->shape[1]);
@@ -297,7 +297,7 @@ TEST_F(buf, dlpack_needs_a_descriptor)
 	ASSERT_OK(tio_buffer_to_dlpack(b, &d, &mt));
 	EXPECT_EQ(2, mt->dl_tensor.strides[1]);
 	mt->deleter(mt);
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 }
 
 TEST_F(buf, ffi_globals_drive_buffers)
@@ -317,7 +317,7 @@ TEST_F(buf, ffi_globals_drive_buffers)
 	args[0] = ret;
 	ASSERT_OK(tio_func_call_any(info, args, 1, &v));
 	EXPECT_EQ(12288, v.v_int64);
-	tio_any_release(&ret);
+	tio_any_decref(&ret);
 	/* Bad arguments: a clear error, nothing allocated. */
 	args[0] = tio_any_float(1.0);
 	ASSERT_EQ(-1, tio_func_call_any(alloc, args, 1, &ret));
@@ -372,7 +372,7 @@ TEST_F(buf, ffi_globals_pin_and_set_desc)
 	args[1] = tio_any_none();
 	ASSERT_EQ(-1, tio_func_call_any(set_desc, args, 3, &v));
 	ASSERT_DEV_MSG(EINVAL, "argument 3 (flags) must be in [0, 4294967295], got -1");
-	tio_any_release(&ret);
+	tio_any_decref(&ret);
 	args[0] = tio_any_ptr(mem);
 	args[1] = tio_any_int(0);
 	ASSERT_EQ(-1, tio_func_call_any(pin, args, 2, &ret));

@@ -6,7 +6,7 @@
  *
  * A tio_buffer_t is an FFI object (type "tio.Buffer"): it starts with a
  * tio_object_t header, is reference counted with tio_object_incref() /
- * tio_object_decref() (or tio_buffer_release()), and the last reference
+ * tio_object_decref() (or tio_buffer_decref()), and the last reference
  * frees the backend's buffer. Errors: -1 with an error raised, see
  * tensorio/context.h.
  */
@@ -125,7 +125,7 @@ TIO_API int tio_buffer_attach_fence(tio_buffer_t *buf, tio_stream_t *stream,
  * tio_buffer_wait() - wait for the buffer's attached fences
  * @buf: the buffer
  * @flags: TIO_RESV_F_WRITE (writers only) | TIO_WAIT_F_ABSOLUTE
- * @timeout_ns: as tio_stream_wait()
+ * @timeout_ns: as tio_fence_wait()
  * @status: the first error among them (0 when clean), or NULL
  *
  * Return: 0, or -1 with an error raised (ETIME on timeout).
@@ -134,10 +134,10 @@ TIO_API int tio_buffer_wait(tio_buffer_t *buf, unsigned int flags,
 			    int64_t timeout_ns, int *status);
 
 /**
- * tio_buffer_release() - drop a reference (NULL is ignored)
+ * tio_buffer_decref() - drop a reference (NULL is ignored)
  * @buf: the buffer
  */
-TIO_API void tio_buffer_release(tio_buffer_t *buf);
+TIO_API void tio_buffer_decref(tio_buffer_t *buf);
 
 /**
  * tio_buffer_to_dlpack() - a DLPack tensor over the buffer's memory

@@ -69,7 +69,7 @@ TIO_API int tio_error_new(const char *kind, const char *message,
  * @kind: its kind
  * @fmt: printf format of its message
  *
- * Replaces (and releases) any error already raised. The backtrace is that
+ * Replaces (and drops) any error already raised. The backtrace is that
  * of the caller.
  *
  * Return: -1, so that a failing function can "return tio_error_raise(...)".
@@ -110,7 +110,7 @@ TIO_API tio_object_t *tio_error_move_from_raised(void);
 TIO_API tio_object_t *tio_error_peek_raised(void);
 
 /**
- * tio_error_clear() - release the raised error, if any
+ * tio_error_clear() - drop the raised error, if any
  */
 TIO_API void tio_error_clear(void);
 

@@ -6,7 +6,7 @@
  * Layout (TVM FFI C ABI): a 64-bit combined reference count (strong count
  * in the low 32 bits, weak count in the high 32), the type index, 4 bytes of
  * padding and the deleter. A new object has strong 1 and weak 1: the strong
- * references together hold one weak reference, released after the last
+ * references together hold one weak reference, dropped after the last
  * strong one goes. The deleter is called with TIO_DELETER_STRONG when the
  * last strong reference goes (destroy the contents, keep the memory), with
  * TIO_DELETER_WEAK when the last weak reference goes (free the memory), or

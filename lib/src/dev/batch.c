@@ -156,7 +156,7 @@ static struct tio_bentry *tio_batch_slot(struct tio_batch *b, int kind)
 	return e;
 }
 
-static int64_t tio_batch_add_record(struct tio_batch *b, const struct tio_cmd_desc *cmd,
+static int64_t tio_batch_queue(struct tio_batch *b, const struct tio_cmd_desc *cmd,
 				    tio_object_t **keep)
 {
 	struct tio_bentry *e = &b->e[b->n];
@@ -187,7 +187,7 @@ static int64_t tio_batch_add_row(struct tio_batch *b, const struct tio_cmd_desc 
 	tio_batch_slot(b, E_CMD);
 	if (tio_cmd_encode(cmd, args, nargs, b->cmds[b->n].payload.bytes, keep))
 		return -1;
-	return tio_batch_add_record(b, cmd, keep);
+	return tio_batch_queue(b, cmd, keep);
 }
 
 int64_t tio_batch_add(tio_batch_t *b, tio_object_t *func, const tio_any_t *args,
@@ -215,7 +215,7 @@ int64_t tio_batch_add(tio_batch_t *b, tio_object_t *func, const tio_any_t *args,
 	for (i = 0; i < nargs; i++) {
 		if (tio_any_copy(&e->args[i], &args[i])) {
 			while (i-- > 0)
-				tio_any_release(&e->args[i]);
+				tio_any_decref(&e->args[i]);
 			free(e->args);
 			e->args = NULL;
 			return -1;
@@ -227,22 +227,22 @@ int64_t tio_batch_add(tio_batch_t *b, tio_object_t *func, const tio_any_t *args,
 	return (int64_t)b->n++;
 }
 
-int64_t tio_batch_add_cmd(tio_batch_t *b, unsigned int op, const void *payload,
+int64_t tio_batch_add_record(tio_batch_t *b, unsigned int op, const void *payload,
 			  size_t size)
 {
 	const struct tio_cmd_desc *cmd = tio_cmd_of(op);
 	tio_object_t *keep[2] = { NULL, NULL };
 
 	if (!cmd || op == TIO_IOC_SUBMIT)
-		return tio_raise_errno(EINVAL, "tio_batch_add_cmd: 0x%x is not a command", op);
+		return tio_raise_errno(EINVAL, "tio_batch_add_record: 0x%x is not a command", op);
 	if (size > TIO_CMD_PAYLOAD || (size && !payload))
-		return tio_raise_errno(EINVAL, "tio_batch_add_cmd: bad payload size %zu", size);
+		return tio_raise_errno(EINVAL, "tio_batch_add_record: bad payload size %zu", size);
 	if (tio_batch_grow(b))
 		return -1;
 	tio_batch_slot(b, E_CMD);
 	if (size)
 		memcpy(b->cmds[b->n].payload.bytes, payload, size);
-	return tio_batch_add_record(b, cmd, keep);
+	return tio_batch_queue(b, cmd, keep);
 }
 
 /* A fence command on @s and its other arguments. */
@@ -771,13 +771,13 @@ void tio_batch_reset(tio_batch_t *b)
 	for (i = 0; i < b->n; i++) {
 		struct tio_bentry *e = &b->e[i];
 
-		tio_any_release(&e->ret);
+		tio_any_decref(&e->ret);
 		tio_object_decref(e->err);
 		tio_object_decref(e->func);
 		tio_object_decref(e->keep[0]);
 		tio_object_decref(e->keep[1]);
 		for (k = 0; k < e->nargs; k++)
-			tio_any_release(&e->args[k]);
+			tio_any_decref(&e->args[k]);
 		free(e->args);
 	}
 	b->n = 0;

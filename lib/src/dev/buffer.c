@@ -20,8 +20,8 @@ static void tio_buffer_finalize(void *self)
 	struct tio_buffer *buf = self;
 	struct tio_handle_op op = { .handle = (uint32_t)buf->handle };
 
-	if (buf->gpu_release)
-		buf->gpu_release(buf);
+	if (buf->gpu_unregister)
+		buf->gpu_unregister(buf);
 	if (buf->mapped)
 		buf->ctx->ops->unmap(buf->ctx, buf->data, (size_t)buf->size);
 	/* Cannot fail for a handle we own; nothing to report to anyway. */
@@ -204,7 +204,7 @@ int tio_buffer_wait(tio_buffer_t *buf, unsigned int flags, int64_t timeout_ns,
 	return 0;
 }
 
-void tio_buffer_release(tio_buffer_t *buf)
+void tio_buffer_decref(tio_buffer_t *buf)
 {
 	if (buf)
 		tio_object_decref(&buf->header);
@@ -222,7 +222,7 @@ static void tio_buf_dlpack_delete(DLManagedTensorVersioned *mt)
 {
 	struct tio_buf_dlpack *d = mt->manager_ctx;
 
-	tio_buffer_release(d->buf);
+	tio_buffer_decref(d->buf);
 	free(d);
 }
 

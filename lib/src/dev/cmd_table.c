@@ -211,13 +211,13 @@ const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT] = {
 		A_64("timeout_ns", tio_fence_wait, timeout_ns, -1) },
 		R_INT(tio_fence_wait, status), WAITS(tio_fence_wait) },
 	[TIO_CMD_FENCE_EXPORT] = { TIO_IOC_FENCE_EXPORT, "FENCE_EXPORT",
-		"tio.fence.export_sync_file", 2, {
+		"tio.fence.export", 2, {
 		A_STREAM(tio_fence_export, stream),
 		A_64("seqno", tio_fence_export, seqno, 0),
 		A_U32("flags", tio_fence_export, flags, TIO_EXPORT_F_CLOEXEC) },
 		R_INT(tio_fence_export, fd), .flags = TIO_CMD_F_SIGNED },
 	[TIO_CMD_FENCE_IMPORT] = { TIO_IOC_FENCE_IMPORT, "FENCE_IMPORT",
-		"tio.fence.import_sync_file", 2, {
+		"tio.fence.import", 2, {
 		A_STREAM(tio_fence_import, stream),
 		A_S32("fd", tio_fence_import, fd, 0) },
 		R_INT(tio_fence_import, seqno) },

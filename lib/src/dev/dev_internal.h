@@ -121,10 +121,10 @@ int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size);
  * @mmap_offset: the backend's mmap offset
  * @data: the mapping, or NULL until mapped
  * @mapped: whether @data is ours to unmap
- * @lock: protects @data, @gpu and @gpu_release
+ * @lock: protects @data, @gpu and @gpu_unregister
  * @ctx: the context
  * @gpu: GPU registrations of @data (gpu_core.c, one per vendor), or NULL
- * @gpu_release: undoes @gpu; the finalizer calls it first
+ * @gpu_unregister: undoes @gpu; the finalizer calls it first
  */
 struct tio_buffer {
 	tio_object_t header;
@@ -137,7 +137,7 @@ struct tio_buffer {
 	pthread_mutex_t lock;
 	struct tio_ctx *ctx;
 	void *gpu;
-	void (*gpu_release)(void *obj);
+	void (*gpu_unregister)(void *obj);
 };
 
 /**
@@ -147,10 +147,10 @@ struct tio_buffer {
  * @context: the timeline's fence context
  * @seqno_offset: mmap offset of the seqno page
  * @word: the mapped seqno word, or NULL until mapped
- * @lock: protects @word, @gpu and @gpu_release
+ * @lock: protects @word, @gpu and @gpu_unregister
  * @ctx: the context
  * @gpu: GPU registrations of the seqno page (gpu_core.c), or NULL
- * @gpu_release: undoes @gpu; the finalizer calls it first
+ * @gpu_unregister: undoes @gpu; the finalizer calls it first
  */
 struct tio_stream {
 	tio_object_t header;
@@ -161,7 +161,7 @@ struct tio_stream {
 	pthread_mutex_t lock;
 	struct tio_ctx *ctx;
 	void *gpu;
-	void (*gpu_release)(void *obj);
+	void (*gpu_unregister)(void *obj);
 };
 
 /* buffer.c, stream.c: wrap a handle the backend just created. */

@@ -17,8 +17,8 @@ static void tio_stream_finalize(void *self)
 	struct tio_stream *s = self;
 	struct tio_handle_op op = { .handle = (uint32_t)s->handle };
 
-	if (s->gpu_release)
-		s->gpu_release(s);
+	if (s->gpu_unregister)
+		s->gpu_unregister(s);
 	if (s->word)
 		s->ctx->ops->unmap(s->ctx, (void *)s->word, s->ctx->page_size);
 	s->ctx->ops->exec(s->ctx, TIO_IOC_STREAM_DESTROY, &op);
@@ -80,7 +80,7 @@ static int tio_stream_cmd(enum tio_cmd_id id, tio_stream_t *s, tio_any_t *args,
 	return tio_cmd_run(&tio_cmds[id], args, nargs, c->payload.bytes, &ret);
 }
 
-void tio_stream_release(tio_stream_t *s)
+void tio_stream_decref(tio_stream_t *s)
 {
 	if (s)
 		tio_object_decref(&s->header);
@@ -91,7 +91,7 @@ uint32_t tio_stream_handle(const tio_stream_t *s)
 	return (uint32_t)s->handle;
 }
 
-int tio_stream_emit(tio_stream_t *s, uint64_t *seqno)
+int tio_fence_emit(tio_stream_t *s, uint64_t *seqno)
 {
 	tio_any_t args[1];
 	struct tio_cmd c;
@@ -102,7 +102,7 @@ int tio_stream_emit(tio_stream_t *s, uint64_t *seqno)
 	return 0;
 }
 
-int tio_stream_signal(tio_stream_t *s, uint64_t seqno, int error)
+int tio_fence_signal(tio_stream_t *s, uint64_t seqno, int error)
 {
 	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(error) };
 	struct tio_cmd c;
@@ -110,7 +110,7 @@ int tio_stream_signal(tio_stream_t *s, uint64_t seqno, int error)
 	return tio_stream_cmd(TIO_CMD_FENCE_SIGNAL, s, args, 3, &c);
 }
 
-int tio_stream_wait(tio_stream_t *s, uint64_t seqno, int64_t timeout_ns, int *status)
+int tio_fence_wait(tio_stream_t *s, uint64_t seqno, int64_t timeout_ns, int *status)
 {
 	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(timeout_ns) };
 	struct tio_cmd c;
@@ -155,7 +155,7 @@ uint64_t tio_stream_signalled(tio_stream_t *s)
 	return w ? __atomic_load_n(w, __ATOMIC_ACQUIRE) : 0;
 }
 
-int tio_stream_export_sync_file(tio_stream_t *s, uint64_t seqno,
+int tio_fence_export(tio_stream_t *s, uint64_t seqno,
 				unsigned int flags, int *fd)
 {
 	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(flags) };
@@ -167,7 +167,7 @@ int tio_stream_export_sync_file(tio_stream_t *s, uint64_t seqno,
 	return 0;
 }
 
-int tio_stream_import_sync_file(tio_stream_t *s, int fd, uint64_t *seqno)
+int tio_fence_import(tio_stream_t *s, int fd, uint64_t *seqno)
 {
 	tio_any_t args[2] = { { 0 }, tio_any_int(fd) };
 	struct tio_cmd c;

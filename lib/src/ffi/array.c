@@ -11,7 +11,7 @@ static void array_deleter(void *self, int flags)
 
 	if (flags & TIO_DELETER_STRONG) {
 		for (i = 0; i < a->size; i++)
-			tio_any_release(&a->data[i]);
+			tio_any_decref(&a->data[i]);
 		free(a->data);
 		a->data = NULL;
 		a->size = 0;
@@ -104,7 +104,7 @@ int tio_array_set(tio_object_t *arr, int64_t i, const tio_any_t *value)
 
 	if (!a || index_of(a, &i) || tio_any_copy(&v, value))
 		return -1;
-	tio_any_release(&a->data[i]);
+	tio_any_decref(&a->data[i]);
 	a->data[i] = v;
 	return 0;
 }
@@ -131,6 +131,6 @@ int tio_array_pop(tio_object_t *arr, tio_any_t *out)
 	if (out)
 		*out = a->data[a->size];
 	else
-		tio_any_release(&a->data[a->size]);
+		tio_any_decref(&a->data[a->size]);
 	return 0;
 }

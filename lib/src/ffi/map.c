@@ -33,8 +33,8 @@ static void map_deleter(void *self, int flags)
 		for (i = 0; i < m->nentries; i++) {
 			if (!m->entries[i].live)
 				continue;
-			tio_any_release(&m->entries[i].key);
-			tio_any_release(&m->entries[i].value);
+			tio_any_decref(&m->entries[i].key);
+			tio_any_decref(&m->entries[i].value);
 		}
 		free(m->entries);
 		free(m->index);
@@ -166,7 +166,7 @@ int tio_map_set(tio_object_t *map, const tio_any_t *key, const tio_any_t *value)
 
 		if (tio_any_copy(&v, value))
 			return -1;
-		tio_any_release(&e->value);
+		tio_any_decref(&e->value);
 		e->value = v;
 		return 0;
 	}
@@ -177,7 +177,7 @@ int tio_map_set(tio_object_t *map, const tio_any_t *key, const tio_any_t *value)
 	if (tio_any_copy(&k, key))
 		return -1;
 	if (tio_any_copy(&v, value)) {
-		tio_any_release(&k);
+		tio_any_decref(&k);
 		return -1;
 	}
 	lookup(m, key, hash, &at);
@@ -226,8 +226,8 @@ int tio_map_erase(tio_object_t *map, const tio_any_t *key)
 	m->index[slot] = IDX_DELETED;
 	e->live = 0;
 	m->size--;
-	tio_any_release(&e->key);
-	tio_any_release(&e->value);
+	tio_any_decref(&e->key);
+	tio_any_decref(&e->value);
 	return 0;
 }
 

@@ -146,7 +146,7 @@ static int set_any(void *f, const tio_any_t *val)
 
 	if (tio_any_copy(&v, val))
 		return -1;
-	tio_any_release(slot);
+	tio_any_decref(slot);
 	*slot = v;
 	return 0;
 }
@@ -497,7 +497,7 @@ int tio_type_create(int32_t type_index, const tio_any_t *args, int32_t nargs, ti
 		return -1;
 	if (ret->type_index < TIO_TYPE_STATIC_OBJECT_BEGIN ||
 	    !tio_object_is_instance(ret->v_obj, type_index)) {
-		tio_any_release(ret);
+		tio_any_decref(ret);
 		return tio_error_raise("TypeError", TIO_INIT_METHOD " of '%s' did not return one",
 				       e->info.type_key);
 	}

@@ -72,10 +72,10 @@ int tio__str_array(char **names, size_t n, tio_any_t *out)
 		if (tio_str_from_cstr(names[i], &s))
 			goto fail;
 		if (tio_array_push(arr, &s)) {
-			tio_any_release(&s);
+			tio_any_decref(&s);
 			goto fail;
 		}
-		tio_any_release(&s);
+		tio_any_decref(&s);
 	}
 	*out = tio_any_object(arr);
 	return 0;

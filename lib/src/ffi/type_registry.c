@@ -207,7 +207,7 @@ int tio_type_set_metadata(int32_t type_index, const char *key, const tio_any_t *
 			old = e->meta[i].value;
 			e->meta[i].value = v;
 			pthread_mutex_unlock(&type_lock);
-			tio_any_release(&old);
+			tio_any_decref(&old);
 			return 0;
 		}
 	}
@@ -231,7 +231,7 @@ int tio_type_set_metadata(int32_t type_index, const char *key, const tio_any_t *
 oom:
 	pthread_mutex_unlock(&type_lock);
 	free(k);
-	tio_any_release(&v);
+	tio_any_decref(&v);
 	return tio__oom();
 }
 

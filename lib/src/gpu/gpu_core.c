@@ -244,7 +244,7 @@ static void tio_gpu_drain(struct tio_gpu *g)
 	pthread_mutex_unlock(&g->done_lock);
 	for (; sig; sig = next) {
 		next = sig->next;
-		tio_stream_release(sig->s);
+		tio_stream_decref(sig->s);
 		free(sig);
 		tio_gpu_live_add(g, -1);
 	}
@@ -571,7 +571,7 @@ static void tio_gpu_buffer_release(void *obj)
 
 	tio_gpu_regs_free(buf->gpu);
 	buf->gpu = NULL;
-	buf->gpu_release = NULL;
+	buf->gpu_unregister = NULL;
 }
 
 static int tio_gpu_buffer_register(struct tio_gpu *g, tio_buffer_t *buf)
@@ -611,7 +611,7 @@ static int tio_gpu_buffer_register(struct tio_gpu *g, tio_buffer_t *buf)
 	}
 	reg->next = buf->gpu;
 	buf->gpu = reg;
-	buf->gpu_release = tio_gpu_buffer_release;
+	buf->gpu_unregister = tio_gpu_buffer_release;
 	pthread_mutex_unlock(&buf->lock);
 	tio_gpu_live_add(g, 1);
 	return 0;
@@ -640,7 +640,7 @@ static int tio_gpu_buffer_unregister(struct tio_gpu *g, tio_buffer_t *buf)
 	else
 		buf->gpu = reg->next;
 	if (!buf->gpu)
-		buf->gpu_release = NULL;
+		buf->gpu_unregister = NULL;
 	reg->next = NULL;
 	tio_gpu_regs_free(reg);
 	pthread_mutex_unlock(&buf->lock);
@@ -710,7 +710,7 @@ void tio_gpu_signal_run(void *data, int error)
 	struct tio_gpu *g = sig->g;
 
 	/* No vendor call here: the backend signals (an ioctl or a futex). */
-	if (tio_stream_signal(sig->s, sig->seqno, error))
+	if (tio_fence_signal(sig->s, sig->seqno, error))
 		tio_error_clear();
 	pthread_mutex_lock(&g->done_lock);
 	sig->next = g->done;
@@ -752,7 +752,7 @@ static int tio_gpu_stream_signal_fence(struct tio_gpu_stream *cs, tio_stream_t *
 	return 0;
 
 err_free:
-	tio_stream_release(s);
+	tio_stream_decref(s);
 	free(sig);
 	return -1;
 }
@@ -764,14 +764,14 @@ static int tio_gpu_stream_record_fence(struct tio_gpu_stream *cs, tio_stream_t *
 
 	if (tio_gpu_ready(cs->g))
 		return -1;
-	if (tio_stream_emit(s, &n))
+	if (tio_fence_emit(s, &n))
 		return -1;
 	if (tio_gpu_stream_signal_fence(cs, s, n)) {
 		/* The point must not stay pending forever: signal it failed. */
 		tio_object_t *e = tio_error_move_from_raised();
 		int err = tio_errno();
 
-		tio_stream_signal(s, n, -ECANCELED);
+		tio_fence_signal(s, n, -ECANCELED);
 		tio_error_set_raised(e);
 		tio_set_errno(err);
 		return -1;
@@ -787,7 +787,7 @@ static void tio_gpu_stream_release(void *obj)
 
 	tio_gpu_regs_free(s->gpu);
 	s->gpu = NULL;
-	s->gpu_release = NULL;
+	s->gpu_unregister = NULL;
 }
 
 /* @g's registration of @s's seqno page, made on first use; under s->lock. */
@@ -823,7 +823,7 @@ static struct tio_gpu_wordreg *tio_gpu_wordreg(struct tio_gpu *g, tio_stream_t *
 	}
 	reg->reg.next = s->gpu;
 	s->gpu = &reg->reg;
-	s->gpu_release = tio_gpu_stream_release;
+	s->gpu_unregister = tio_gpu_stream_release;
 	tio_gpu_live_add(g, 1);
 	return reg;
 

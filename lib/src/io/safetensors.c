@@ -218,7 +218,7 @@ void tio_safetensors_free(tio_safetensors_t *st)
 	for (i = 0; i < st->n; i++)
 		free(st->e[i].name);
 	free(st->e);
-	tio_buffer_release(st->buf);
+	tio_buffer_decref(st->buf);
 	free(st);
 }
 
