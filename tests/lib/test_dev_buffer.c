@@ -331,6 +331,29 @@ TEST_F(buf, ffi_globals_drive_buffers)
 	tio_object_decref(info);
 }
 
+/* A descriptor from a dtype and a shape; an allocation sized by it. */
+TEST_F(buf, desc_init_sizes_an_allocation)
+{
+	DLDataType f32 = { kDLFloat, 32, 1 };
+	int64_t shape[2] = { 3, 1000 }, bad[1] = { -1 };
+	struct tio_tensor_desc d;
+	tio_buffer_t *b = NULL;
+	uint64_t bytes;
+
+	ASSERT_OK(tio_desc_init(&d, f32, 2, shape));
+	EXPECT_EQ(2, d.ndim);
+	EXPECT_EQ(1000, d.shape[1]);
+	ASSERT_OK(tio_desc_nbytes(&d, &bytes));
+	EXPECT_EQ(12000, bytes);
+	ASSERT_OK(tio_buffer_alloc(0, &d, &b));
+	EXPECT_LE(12000, tio_buffer_size(b));
+	tio_buffer_decref(b);
+	ASSERT_EQ(-1, tio_desc_init(&d, f32, 1, bad));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	ASSERT_EQ(-1, tio_desc_init(&d, f32, TIO_MAX_NDIM + 1, shape));
+	ASSERT_DEV_MSG(EINVAL, "tio_desc_init: ndim 9");
+}
+
 /* Every uapi command has its FFI global: BUF_PIN_USER and BUF_SET_DESC too. */
 TEST_F(buf, ffi_globals_pin_and_set_desc)
 {

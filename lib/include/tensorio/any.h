@@ -241,7 +241,7 @@ static inline int tio_any_is_object(const tio_any_t *a)
  * tio_any_decref() - drop the reference an owned Any holds; set it to None
  * @a: the Any
  */
-static inline void tio_any_decref(tio_any_t *a)
+TIO_INLINE void tio_any_decref(tio_any_t *a)
 {
 	if (a->type_index >= TIO_TYPE_STATIC_OBJECT_BEGIN)
 		tio_object_decref(a->v_obj);

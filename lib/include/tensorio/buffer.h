@@ -31,7 +31,8 @@ typedef struct tio_stream tio_stream_t;
 
 /**
  * tio_buffer_alloc() - allocate zeroed pinned memory
- * @size: bytes, rounded up to whole pages
+ * @size: bytes, rounded up to whole pages; 0 with @desc: the bytes @desc
+ *	reaches (tio_desc_nbytes())
  * @desc: a tensor descriptor to attach, or NULL
  * @out: the buffer (one reference, the caller's)
  *
@@ -171,6 +172,29 @@ TIO_API int tio_buffer_tensor(tio_buffer_t *buf, const struct tio_tensor_desc *d
  * Return: 0, or -1 with an error raised (EINVAL, EOVERFLOW, ERANGE).
  */
 TIO_API int tio_desc_check(const struct tio_tensor_desc *desc, uint64_t size);
+
+/**
+ * tio_desc_init() - a dense descriptor of a dtype and a shape
+ * @desc: the descriptor (overwritten)
+ * @dtype: the element type
+ * @ndim: dimensions, 0 to TIO_MAX_NDIM
+ * @shape: @ndim sizes, none negative
+ *
+ * Return: 0, or -1 with an error raised (a bad dtype or shape).
+ */
+TIO_API int tio_desc_init(struct tio_tensor_desc *desc, DLDataType dtype, int ndim,
+			  const int64_t *shape);
+
+/**
+ * tio_desc_nbytes() - the bytes a descriptor reaches (byte_offset included)
+ * @desc: the descriptor
+ * @bytes: the size a buffer needs to hold it
+ *
+ * tio_buffer_alloc(0, desc, ...) allocates this much.
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+TIO_API int tio_desc_nbytes(const struct tio_tensor_desc *desc, uint64_t *bytes);
 
 #ifdef __cplusplus
 }

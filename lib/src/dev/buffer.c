@@ -87,7 +87,14 @@ int tio_buffer_alloc(size_t size, const struct tio_tensor_desc *desc,
 		     tio_buffer_t **out)
 {
 	tio_any_t args[2] = { tio_any_int((int64_t)size), tio_any_ptr((void *)desc) };
+	uint64_t bytes;
 
+	/* No size: the descriptor's. */
+	if (!size && desc) {
+		if (tio_desc_nbytes(desc, &bytes))
+			return -1;
+		args[0] = tio_any_int(bytes ? (int64_t)bytes : 1);
+	}
 	return tio_buffer_new(TIO_CMD_BUF_ALLOC, args, 2, out);
 }
 

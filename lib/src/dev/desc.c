@@ -5,6 +5,7 @@
  * and callers can check a descriptor before sending it.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "dev/dev_internal.h"
 
@@ -41,14 +42,8 @@ static int desc_extent(const struct tio_tensor_desc *d, uint64_t *numel,
 	return 0;
 }
 
-/**
- * tio_desc_validate() - the driver's tio_desc_check()
- * @d: the descriptor
- * @size: the buffer's size
- *
- * Return: 0, -EINVAL, -EOVERFLOW or -ERANGE.
- */
-int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size)
+/* The bytes @d reaches from the buffer's start (byte_offset included). */
+static int desc_span(const struct tio_tensor_desc *d, uint64_t *bytes)
 {
 	uint64_t numel, elem_bits, off_bits, end_bits;
 	int64_t lo, hi, lo_bits, hi_bits;
@@ -69,8 +64,7 @@ int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size)
 	ret = desc_extent(d, &numel, &lo, &hi);
 	if (ret)
 		return ret;
-	if (d->byte_offset > size)
-		return -ERANGE;
+	*bytes = d->byte_offset;
 	if (!numel)
 		return 0;
 	elem_bits = (uint64_t)d->bits * d->lanes;
@@ -84,9 +78,54 @@ int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size)
 	    __builtin_mul_overflow(hi, (int64_t)elem_bits, &hi_bits) ||
 	    __builtin_add_overflow(off_bits, (uint64_t)hi_bits, &end_bits))
 		return -EOVERFLOW;
-	if ((end_bits + 7) / 8 > size)
-		return -ERANGE;
+	*bytes = (end_bits + 7) / 8;
 	return 0;
+}
+
+/**
+ * tio_desc_validate() - the driver's tio_desc_check()
+ * @d: the descriptor
+ * @size: the buffer's size
+ *
+ * Return: 0, -EINVAL, -EOVERFLOW or -ERANGE.
+ */
+int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size)
+{
+	uint64_t bytes;
+	int ret = desc_span(d, &bytes);
+
+	if (ret)
+		return ret;
+	return d->byte_offset > size || bytes > size ? -ERANGE : 0;
+}
+
+int tio_desc_nbytes(const struct tio_tensor_desc *desc, uint64_t *bytes)
+{
+	int ret = desc_span(desc, bytes);
+
+	if (ret)
+		return tio_raise_errno(ret, "tensor descriptor");
+	tio_set_errno(0);
+	return 0;
+}
+
+int tio_desc_init(struct tio_tensor_desc *desc, DLDataType dtype, int ndim,
+		  const int64_t *shape)
+{
+	uint64_t bytes;
+	int i;
+
+	memset(desc, 0, sizeof(*desc));
+	if (ndim < 0 || ndim > TIO_MAX_NDIM || (ndim && !shape))
+		return tio_raise_errno(EINVAL, "tio_desc_init: ndim %d (0 to %d, with a shape)",
+				       ndim, TIO_MAX_NDIM);
+	desc->code = dtype.code;
+	desc->bits = dtype.bits;
+	desc->lanes = dtype.lanes;
+	desc->ndim = (uint16_t)ndim;
+	for (i = 0; i < ndim; i++)
+		desc->shape[i] = shape[i];
+	return tio_desc_nbytes(desc, &bytes);
 }
 
 int tio_desc_check(const struct tio_tensor_desc *desc, uint64_t size)
