@@ -4,6 +4,7 @@
  * backend runs (the user backend on the host, TIO_BACKEND=kernel in the VM).
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -329,6 +330,42 @@ TEST_F(buf, ffi_globals_drive_buffers)
 	ASSERT_DEV_MSG(EINVAL, "must be a tio.Buffer");
 	tio_object_decref(alloc);
 	tio_object_decref(info);
+}
+
+/* How many mappings of the user backend's buffer memfds this process has. */
+static int memfd_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "memfd:tensorio-buffer") != NULL;
+	fclose(f);
+	return n;
+}
+
+/* The user backend maps a buffer once: tio_buffer_data() reuses it. */
+TEST_F(buf, user_backend_maps_a_buffer_once)
+{
+	tio_buffer_t *b;
+	int before;
+	char *p;
+
+	if (tio_backend() != TIO_BACKEND_USER)
+		SKIP(return, "the user backend's memfds");
+	before = memfd_mappings();
+	ASSERT_OK(tio_buffer_alloc(8192, NULL, &b));
+	EXPECT_EQ(before + 1, memfd_mappings());
+	p = tio_buffer_data(b);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(before + 1, memfd_mappings());
+	p[8191] = 1;
+	EXPECT_EQ(p, tio_buffer_data(b));
+	tio_buffer_decref(b);
+	EXPECT_EQ(before, memfd_mappings());
 }
 
 /* A descriptor from a dtype and a shape; an allocation sized by it. */

@@ -144,14 +144,14 @@ void *tio_buffer_data(tio_buffer_t *buf)
 	if (!p) {
 		ret = buf->ctx->ops->map(buf->ctx, buf->mmap_offset, (size_t)buf->size,
 					 PROT_READ | PROT_WRITE, &p);
-		if (ret) {
+		if (ret < 0) {
 			pthread_mutex_unlock(&buf->lock);
 			tio_raise_errno(ret, "mapping buffer %lld (%lld bytes)",
 					(long long)buf->handle, (long long)buf->size);
 			return NULL;
 		}
 		buf->data = p;
-		buf->mapped = 1;
+		buf->mapped = !ret;	/* 1: the backend's own mapping */
 	}
 	pthread_mutex_unlock(&buf->lock);
 	return p;

@@ -35,7 +35,9 @@ struct tio_ctx;
  * @exec: run one command (TIO_IOC_* number @op) on its payload in place;
  *	0 or a negative errno, outputs written back as the driver does
  * @map: map @len bytes at the mmap offset @offset (a buffer window or a
- *	stream's seqno page); 0 or a negative errno
+ *	stream's seqno page); 0 (a new mapping, @unmap it), 1 (the backend's
+ *	own mapping, valid until the handle is freed: never unmapped by the
+ *	caller) or a negative errno
  * @unmap: undo @map
  * @destroy: free the backend's state (no object is left)
  */

@@ -923,6 +923,12 @@ static int ub_map(struct tio_ctx *ctx, uint64_t offset, size_t len, int prot,
 			pthread_mutex_unlock(&ub->lock);
 			return -EINVAL;
 		}
+		/* The whole buffer: the mapping we hold already, not a second one. */
+		if (o->addr && !off && len == o->size) {
+			*addr = o->addr;
+			pthread_mutex_unlock(&ub->lock);
+			return 1;
+		}
 		fd = o->fd;
 	}
 	p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
