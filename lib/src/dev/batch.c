@@ -607,23 +607,41 @@ static int tio_batch_run_kernel(struct tio_batch *b)
 	return 0;
 }
 
+/*
+ * Without the ring: calls run in place, waits are deferred, and each run
+ * of adjacent records goes to the backend's vectored submit.
+ */
 static void tio_batch_run_user(struct tio_batch *b)
 {
-	size_t i;
+	unsigned int flags = b->flags & TIO_BATCH_STOP_ON_ERROR ? 0 : TIO_SUBMIT_F_CONTINUE;
+	uint32_t max = b->ctx->info.max_submit ? b->ctx->info.max_submit : 1;
+	uint32_t done, k;
+	size_t i = 0, j;
+	int r;
 
-	for (i = 0; i < b->n && !b->stopped; i++) {
+	while (i < b->n && !b->stopped) {
 		struct tio_bentry *e = &b->e[i];
-		int r;
 
-		if (e->kind == E_CALL) {
-			tio_batch_run_call(b, i);
-		} else if (e->kind == E_WAIT) {
-			e->deferred = 1;
-		} else {
-			r = b->ctx->ops->exec(b->ctx, b->cmds[i].op, b->cmds[i].payload.bytes);
-			b->cmds[i].result = r;
-			tio_batch_complete(b, i, r);
+		if (e->kind != E_CMD) {
+			if (e->kind == E_CALL)
+				tio_batch_run_call(b, i);
+			else
+				e->deferred = 1;
+			i++;
+			continue;
 		}
+		for (j = i; j < b->n && j - i < max && b->e[j].kind == E_CMD; j++)
+			;
+		done = 0;
+		r = b->ctx->ops->submit(b->ctx, &b->cmds[i], (uint32_t)(j - i), flags, &done);
+		for (k = 0; k < done; k++)
+			tio_batch_complete(b, i + k, b->cmds[i + k].result);
+		if (r < 0)	/* the envelope failed: nothing of it ran */
+			for (k = done; k < j - i; k++) {
+				b->cmds[i + k].result = r;
+				tio_batch_complete(b, i + k, r);
+			}
+		i += done && r >= 0 ? done : j - i;
 	}
 }
 

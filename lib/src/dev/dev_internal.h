@@ -34,6 +34,11 @@ struct tio_ctx;
  * @name: "kernel" or "user"
  * @exec: run one command (TIO_IOC_* number @op) on its payload in place;
  *	0 or a negative errno, outputs written back as the driver does
+ *	(TIO_IOC_SUBMIT: its failed count, as the ioctl returns it)
+ * @submit: run @n records in order as TIO_IOC_SUBMIT does: each gets its
+ *	result, the first failure stops the rest unless @flags has
+ *	TIO_SUBMIT_F_CONTINUE; *@done is the number processed. Returns the
+ *	number of processed records that failed, or a negative errno
  * @map: map @len bytes at the mmap offset @offset (a buffer window or a
  *	stream's seqno page); 0 (a new mapping, @unmap it), 1 (the backend's
  *	own mapping, valid until the handle is freed: never unmapped by the
@@ -44,6 +49,8 @@ struct tio_ctx;
 struct tio_backend_ops {
 	const char *name;
 	int (*exec)(struct tio_ctx *ctx, unsigned int op, void *payload);
+	int (*submit)(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t n,
+		      unsigned int flags, uint32_t *done);
 	int (*map)(struct tio_ctx *ctx, uint64_t offset, size_t len, int prot,
 		   void **addr);
 	void (*unmap)(struct tio_ctx *ctx, void *addr, size_t len);

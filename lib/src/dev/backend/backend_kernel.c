@@ -73,7 +73,24 @@ static int tio_kernel_exec(struct tio_ctx *ctx, unsigned int op, void *payload)
 	do {
 		ret = ioctl(ctx->fd, op, payload);
 	} while (ret < 0 && errno == EINTR);
-	return ret < 0 ? -errno : 0;
+	return ret < 0 ? -errno : ret;	/* SUBMIT: the failed count */
+}
+
+static int tio_kernel_submit(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t n,
+			     unsigned int flags, uint32_t *done)
+{
+	struct tio_submit s = {
+		.cmds_ptr = (uintptr_t)cmds, .count = n, .flags = flags,
+	};
+	int ret;
+
+	do {
+		ret = ioctl(ctx->fd, TIO_IOC_SUBMIT, &s);
+	} while (ret < 0 && errno == EINTR);
+	if (ret < 0)
+		return -errno;
+	*done = s.done;
+	return ret;
 }
 
 static int tio_kernel_map(struct tio_ctx *ctx, uint64_t offset, size_t len,
@@ -102,6 +119,7 @@ static void tio_kernel_destroy(struct tio_ctx *ctx)
 const struct tio_backend_ops tio_backend_kernel_ops = {
 	.name = "kernel",
 	.exec = tio_kernel_exec,
+	.submit = tio_kernel_submit,
 	.map = tio_kernel_map,
 	.unmap = tio_kernel_unmap,
 	.destroy = tio_kernel_destroy,

@@ -826,18 +826,17 @@ static int ub_exec_locked(struct tio_ctx *ctx, struct ub_state *ub,
 	return -ENOTTY;
 }
 
-static int ub_submit(struct tio_ctx *ctx, struct tio_submit *a)
+/* TIO_IOC_SUBMIT's semantics: in order, stop at a failure unless told. */
+static int ub_submit_vec(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t n,
+			 unsigned int flags, uint32_t *done)
 {
-	struct tio_cmd *cmds = (struct tio_cmd *)(uintptr_t)a->cmds_ptr;
-	uint32_t i;
+	uint32_t i, failed = 0;
 	int ret;
 
-	if ((a->flags & ~TIO_SUBMIT_F_CONTINUE) || a->pad)
+	if ((flags & ~TIO_SUBMIT_F_CONTINUE) || !n || n > ctx->info.max_submit)
 		return -EINVAL;
-	if (!a->count || a->count > ctx->info.max_submit)
-		return -EINVAL;
-	a->done = 0;
-	for (i = 0; i < a->count; i++) {
+	*done = 0;
+	for (i = 0; i < n; i++) {
 		struct tio_cmd *c = &cmds[i];
 
 		if (c->flags || c->pad || c->op == TIO_IOC_SUBMIT || !tio_op_size(c->op))
@@ -846,11 +845,22 @@ static int ub_submit(struct tio_ctx *ctx, struct tio_submit *a)
 		else
 			ret = ctx->ops->exec(ctx, c->op, c->payload.bytes);
 		c->result = ret;
-		a->done = i + 1;
-		if (ret && !(a->flags & TIO_SUBMIT_F_CONTINUE))
-			break;
+		*done = i + 1;
+		if (ret) {
+			failed++;
+			if (!(flags & TIO_SUBMIT_F_CONTINUE))
+				break;
+		}
 	}
-	return 0;
+	return (int)failed;
+}
+
+static int ub_submit(struct tio_ctx *ctx, struct tio_submit *a)
+{
+	if (a->pad)
+		return -EINVAL;
+	return ub_submit_vec(ctx, (struct tio_cmd *)(uintptr_t)a->cmds_ptr, a->count,
+			     a->flags, &a->done);
 }
 
 static int ub_exec(struct tio_ctx *ctx, unsigned int op, void *p)
@@ -972,6 +982,7 @@ static void ub_destroy(struct tio_ctx *ctx)
 const struct tio_backend_ops tio_backend_user_ops = {
 	.name = "user",
 	.exec = ub_exec,
+	.submit = ub_submit_vec,
 	.map = ub_map,
 	.unmap = ub_unmap,
 	.destroy = ub_destroy,
