@@ -18,6 +18,7 @@
 #include <tensorio/error.h>
 
 #include "dev_internal.h"
+#include "pin_internal.h"
 
 static pthread_mutex_t tio_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tio_ctx *tio_ctx_cur;	/* under tio_ctx_lock; read with acquire */
@@ -225,6 +226,7 @@ int tio_shutdown(void)
 				       (long long)live);
 	}
 	__atomic_store_n(&tio_ctx_cur, NULL, __ATOMIC_RELEASE);
+	tio_pinned_trim_ctx(ctx);
 	ctx->ops->destroy(ctx);
 	free(ctx);
 out:
