@@ -19,7 +19,7 @@
 
 #include "pin_internal.h"
 
-#define PC_SUB 4			/* classes per doubling above 1 MiB */
+#define PC_SUB 32			/* classes per doubling above 1 MiB */
 #define PC_NCLASS (65 * PC_SUB)
 
 struct pc_entry {

@@ -6,8 +6,9 @@
  * so that a repeated allocation costs microseconds instead of populating
  * and locking fresh memory.
  *
- * Size classes: powers of two up to 1 MiB (one page at least), then four
- * classes per doubling (at most 25% over the request). A cached buffer is
+ * Size classes: powers of two up to 1 MiB (one page at least), then 32
+ * classes per doubling (at most about 3% over the request: a large load
+ * pins little it does not use). A cached buffer is
  * reused only once every fence attached to it has signalled (stream-ordered
  * reuse): a buffer released while a GPU or another driver still reads it is
  * skipped until then. Cached memory stays pinned and charged to
