@@ -31,7 +31,7 @@
 #include <tensorio/safetensors.h>
 #include <tensorio/tensor.h>
 
-#include "io_internal.h"
+#include "st_internal.h"
 
 /*
  * Every dtype of the format; the float8 kinds map to their DLPack 1.x codes
@@ -49,30 +49,6 @@ static const struct {
 	{ "BOOL", TIO_DTYPE_BOOL, 8 }, { "C64", TIO_DL_COMPLEX, 64 },
 	{ "F8_E4M3", TIO_DL_FLOAT8_E4M3FN, 8 }, { "F8_E5M2", TIO_DL_FLOAT8_E5M2, 8 },
 	{ "F8_E8M0", TIO_DL_FLOAT8_E8M0FNU, 8 },
-};
-
-struct st_entry {
-	char *name;
-	struct tio_tensor_desc desc;
-	uint64_t begin, end;
-	uint8_t code;		/* the DLPack code (desc carries a checkable one) */
-	int shard;
-};
-
-struct st_shard {
-	char *path;
-	uint64_t size;
-	struct tio_pinned_mem mem;
-	struct tio_load_item it;
-};
-
-struct tio_safetensors {
-	struct st_shard *sh;
-	int nsh;
-	struct st_entry *e;
-	int64_t n, cap;
-	char **meta;		/* key, value, key, value, ... */
-	int64_t nmeta;
 };
 
 static int st_bad(const char *path, const char *why, const char *name)
@@ -252,8 +228,8 @@ out:
 	return ret;
 }
 
-/* Read and check one file's header; set up its read. */
-static int st_open_shard(struct tio_safetensors *st, int shard, unsigned int flags)
+/* Read and check one file's header (its buffered fd stays open). */
+int tio_st_header(struct tio_safetensors *st, int shard)
 {
 	struct st_shard *s = &st->sh[shard];
 	const char *path = s->path;
@@ -285,13 +261,22 @@ static int st_open_shard(struct tio_safetensors *st, int shard, unsigned int fla
 		return tio_raise_errno(EIO, "reading the header of %s", path);
 	}
 	json[hlen] = 0;
+	s->data_start = 8 + hlen;
 	ret = st_parse(path, st, shard, json, hlen, 8 + hlen, s->size - 8 - hlen);
 	free(json);
-	if (ret)
+	return ret ? -1 : 0;
+}
+
+/* Read and check one file's header; set up its read into pinned memory. */
+static int st_open_shard(struct tio_safetensors *st, int shard, unsigned int flags)
+{
+	struct st_shard *s = &st->sh[shard];
+
+	if (tio_st_header(st, shard))
 		return -1;
 	/* The whole file, header included, into one pinned buffer. */
 	tio_load_close(&s->it);
-	if (tio_load_open(path, 0, s->size, flags, &s->it) ||
+	if (tio_load_open(s->path, 0, s->size, flags, &s->it) ||
 	    tio_pinned_get(s->size, &s->mem))
 		return -1;
 	s->it.mem = s->mem.addr;
@@ -314,7 +299,7 @@ static char *st_join(const char *index, const char *name)
 }
 
 /* model.safetensors.index.json: the shards, and the map checked later. */
-static int st_index(const char *path, struct tio_safetensors *st, json_object **map)
+int tio_st_index(const char *path, struct tio_safetensors *st, json_object **map)
 {
 	json_object *root = json_object_from_file(path), *meta, *wm;
 	int i, ret = -1;
@@ -386,7 +371,7 @@ out:
 }
 
 /* Every tensor found where the index says, once, and nothing else. */
-static int st_check_map(const char *path, struct tio_safetensors *st, json_object *map)
+int tio_st_check_map(const char *path, struct tio_safetensors *st, json_object *map)
 {
 	json_object *f;
 	int64_t i;
@@ -426,11 +411,24 @@ static int st_check_map(const char *path, struct tio_safetensors *st, json_objec
 	return 0;
 }
 
-static int st_is_index(const char *path)
+int tio_st_is_index(const char *path)
 {
 	size_t n = strlen(path);
 
 	return n >= 5 && !strcmp(path + n - 5, ".json");
+}
+
+int tio_st_shards(const char *path, struct tio_safetensors *st, json_object **map)
+{
+	*map = NULL;
+	if (tio_st_is_index(path))
+		return tio_st_index(path, st, map);
+	st->sh = calloc(1, sizeof(*st->sh));
+	if (!st->sh || !(st->sh[0].path = strdup(path)))
+		return tio_raise_errno(ENOMEM, "%s", path);
+	st->sh[0].it.fd = st->sh[0].it.dfd = -1;
+	st->nsh = 1;
+	return 0;
 }
 
 int tio_safetensors_load_ex(const char *path, struct tio_io_opts *opts,
@@ -447,22 +445,12 @@ int tio_safetensors_load_ex(const char *path, struct tio_io_opts *opts,
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return tio_raise_errno(ENOMEM, "%s", path);
-	if (st_is_index(path)) {
-		if (st_index(path, st, &map))
-			goto err;
-	} else {
-		st->sh = calloc(1, sizeof(*st->sh));
-		if (!st->sh || !(st->sh[0].path = strdup(path))) {
-			tio_raise_errno(ENOMEM, "%s", path);
-			goto err;
-		}
-		st->sh[0].it.fd = st->sh[0].it.dfd = -1;
-		st->nsh = 1;
-	}
+	if (tio_st_shards(path, st, &map))
+		goto err;
 	for (i = 0; i < st->nsh; i++)
 		if (st_open_shard(st, i, flags))
 			goto err;
-	if (map && st_check_map(path, st, map))
+	if (map && tio_st_check_map(path, st, map))
 		goto err;
 	items = calloc((size_t)(unsigned int)st->nsh, sizeof(*items));
 	if (!items) {
@@ -501,8 +489,12 @@ void tio_safetensors_free(tio_safetensors_t *st)
 
 	if (!st)
 		return;
-	for (i = 0; i < st->n; i++)
+	for (i = 0; i < st->n; i++) {
 		free(st->e[i].name);
+		if (st->dev)
+			tio_object_decref(st->dev[i]);
+	}
+	free(st->dev);
 	free(st->e);
 	for (i = 0; i < 2 * st->nmeta; i++)
 		free(st->meta[i]);
@@ -528,7 +520,7 @@ const char *tio_safetensors_name(const tio_safetensors_t *st, int64_t i)
 
 tio_buffer_t *tio_safetensors_buffer(const tio_safetensors_t *st)
 {
-	return st->sh[0].mem.buf;
+	return st->sh ? st->sh[0].mem.buf : NULL;
 }
 
 int tio_safetensors_shards(const tio_safetensors_t *st)
@@ -560,6 +552,11 @@ int tio_safetensors_tensor(const tio_safetensors_t *st, const char *name,
 	for (i = 0; i < st->n; i++) {
 		if (strcmp(st->e[i].name, name))
 			continue;
+		if (st->dev) {
+			tio_object_incref(st->dev[i]);
+			*out = st->dev[i];
+			return 0;
+		}
 		if (tio_buffer_to_dlpack(st->sh[st->e[i].shard].mem.buf, &st->e[i].desc, &mt))
 			return -1;
 		mt->dl_tensor.dtype.code = st->e[i].code;

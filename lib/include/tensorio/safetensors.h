@@ -62,6 +62,24 @@ TIO_API int tio_safetensors_load(const char *path, tio_safetensors_t **out);
 TIO_API int tio_safetensors_load_ex(const char *path, struct tio_io_opts *opts,
 				    tio_safetensors_t **out);
 
+/**
+ * tio_safetensors_load_device() - load a checkpoint straight onto a GPU
+ * @path: as tio_safetensors_load_ex()
+ * @device: {kDLCUDA or kDLROCM, ordinal}
+ * @opts: as tio_safetensors_load_ex()
+ * @out: the loaded checkpoint: tio_safetensors_tensor() gives device
+ *	tensors (one allocation each); tio_safetensors_buffer() is NULL
+ *
+ * The files go through a ring of pinned bounce buffers from the pinned
+ * cache: the reads of one overlap the asynchronous host-to-device copies
+ * of the others, so no more than the ring is staged in host memory.
+ *
+ * Return: 0, or -1 with an error raised (as tio_safetensors_load_ex();
+ * ENODEV without the GPU library or device, EINVAL for another device type).
+ */
+TIO_API int tio_safetensors_load_device(const char *path, DLDevice device,
+					struct tio_io_opts *opts, tio_safetensors_t **out);
+
 /** tio_safetensors_free() - drop a loaded file (views stay valid) */
 TIO_API void tio_safetensors_free(tio_safetensors_t *st);
 
