@@ -242,6 +242,22 @@ TEST_F(ld, unaligned_ranges_and_tmpfs)
 	tio_buffer_release(b);
 }
 
+/* A file of header @json and @n data bytes. */
+static void write_raw(const char *path, const char *json, const char *data, size_t n)
+{
+	uint64_t hlen = strlen(json);
+	unsigned char l[8];
+	FILE *f = fopen(path, "w");
+	int i;
+
+	for (i = 0; i < 8; i++)
+		l[i] = (unsigned char)(hlen >> (8 * i));
+	fwrite(l, 8, 1, f);
+	fwrite(json, hlen, 1, f);
+	fwrite(data, n, 1, f);
+	fclose(f);
+}
+
 TEST_F(ld, dtypes_metadata_and_tiling)
 {
 	static const char *const meta[] = { "format", "pt", "note", "x" };
@@ -280,18 +296,12 @@ TEST_F(ld, dtypes_metadata_and_tiling)
 	fclose(f);
 	ASSERT_EQ(-1, tio_safetensors_load(self->path, &st));
 	ASSERT_DEV_MSG(EINVAL, "1 trailing bytes");
-	f = fopen(self->path, "w");
-	fwrite("\x3c\0\0\0\0\0\0\0{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}   ",
-	       1, 68, f);
-	fwrite("xy", 1, 2, f);
-	fclose(f);
+	write_raw(self->path, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}",
+		  "xy", 2);
 	ASSERT_EQ(-1, tio_safetensors_load(self->path, &st));
 	ASSERT_DEV_MSG(EINVAL, "a gap before the data of in entry a");
-	f = fopen(self->path, "w");
-	fwrite("\x3c\0\0\0\0\0\0\0{\"a\":{\"dtype\":\"F4\",\"shape\":[1],\"data_offsets\":[0,1]}}   ",
-	       1, 68, f);
-	fwrite("x", 1, 1, f);
-	fclose(f);
+	write_raw(self->path, "{\"a\":{\"dtype\":\"F4\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+		  "x", 1);
 	ASSERT_EQ(-1, tio_safetensors_load(self->path, &st));
 	ASSERT_DEV_MSG(EINVAL, "unknown dtype \"F4\"");
 }
