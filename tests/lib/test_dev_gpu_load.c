@@ -35,7 +35,7 @@ FIXTURE_SETUP(gl)
 	dev_warm_up();
 	self->fds = dev_count_fds();
 	self->objs = tio_debug_live_objects();
-	strcpy(self->path, "/var/tmp/tio-gl-XXXXXX");
+	strcpy(self->path, "/tmp/tio-gl-XXXXXX");
 	fd = mkstemp(self->path);
 	ASSERT_LE(0, fd);
 	close(fd);

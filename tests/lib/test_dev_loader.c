@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <tensorio/io.h>
@@ -29,7 +31,7 @@ FIXTURE_SETUP(ld)
 	dev_warm_up();
 	self->fds = dev_count_fds();
 	self->objs = tio_debug_live_objects();
-	strcpy(self->dir, "/var/tmp/tio-ld-XXXXXX");
+	strcpy(self->dir, "/tmp/tio-ld-XXXXXX");
 	ASSERT_NE(NULL, mkdtemp(self->dir));
 	snprintf(self->path, sizeof(self->path), "%s/model.safetensors", self->dir);
 }
@@ -209,6 +211,7 @@ TEST_F(ld, unaligned_ranges_and_tmpfs)
 {
 	const char *shm = "/dev/shm/tio-ld-test";
 	struct tio_io_opts o;
+	struct statfs fs;
 	unsigned char *p, *q;
 	tio_buffer_t *a, *b;
 	size_t i, n = (5 << 20) + 4097;
@@ -230,14 +233,18 @@ TEST_F(ld, unaligned_ranges_and_tmpfs)
 	ASSERT_OK(tio_file_read(self->path, 1, n - 1, b, 2, &o));
 	EXPECT_EQ(0, memcmp(p + 1, q + 2, n - 1));
 	EXPECT_EQ(0, o.used_direct);
-	/* tmpfs refuses O_DIRECT: buffered. */
-	unlink(shm);
-	ASSERT_OK(tio_file_write(shm, 0, n, a, 0, NULL));
-	memset(q, 0, n);
-	ASSERT_OK(tio_file_read(shm, 0, n, b, 0, &o));
-	EXPECT_EQ(0, o.used_direct);
-	EXPECT_EQ(0, memcmp(p, q, n));
-	unlink(shm);
+	/* tmpfs refuses O_DIRECT: buffered (where /dev/shm is one). */
+	if (!statfs("/dev/shm", &fs) && fs.f_type == TMPFS_MAGIC) {
+		unlink(shm);
+		ASSERT_OK(tio_file_write(shm, 0, n, a, 0, NULL));
+		memset(q, 0, n);
+		ASSERT_OK(tio_file_read(shm, 0, n, b, 0, &o));
+		EXPECT_EQ(0, o.used_direct);
+		EXPECT_EQ(0, memcmp(p, q, n));
+		unlink(shm);
+	} else {
+		TH_LOG("no tmpfs at /dev/shm: that part skipped");
+	}
 	tio_buffer_release(a);
 	tio_buffer_release(b);
 }
