@@ -506,15 +506,18 @@ static int fio_best_setup(struct bench_run *run)
 
 					if (e == 3 && d)	/* psync: depth 1 only */
 						continue;
+					/* fio refuses blocks larger than a job's share. */
 					if (run_fio_cfg(run, s->path, s->size, &c, &ns))
-						return bench_skip(run, "fio --direct=1 failed "
-								  "(O_DIRECT refused here?)");
+						continue;
 					tried++;
 					if (!best || ns < best) {
 						best = ns;
 						fio_best_cfg = c;
 					}
 				}
+	if (!tried)
+		return bench_skip(run, "fio --direct=1 failed in every configuration "
+				  "(O_DIRECT refused here?)");
 	s->best = &fio_best_cfg;
 	snprintf(fio_best_note, sizeof(fio_best_note),
 		 "fio's best of %u configurations, O_DIRECT, %zu MiB: %s%s, %s blocks, "
