@@ -248,7 +248,8 @@ static void ld_progress(struct ld_shared *sh, uint64_t n)
 	uint64_t done = __atomic_add_fetch(&sh->done, n, __ATOMIC_RELAXED);
 
 	if (sh->inline_progress) {
-		if (sh->o->progress(sh->o->progress_arg, done, sh->total))
+		/* Nothing more to report once cancelled or failed. */
+		if (!ld_stopped(sh) && sh->o->progress(sh->o->progress_arg, done, sh->total))
 			ld_fail(sh, -ECANCELED, NULL);
 		return;
 	}
