@@ -9,6 +9,8 @@
 
 #include "compat.h"
 
+#define TIO_UNLIKELY_(x) __builtin_expect(!!(x), 0)
+
 int tvmffi__cname(struct cname *c, const TVMFFIByteArray *b)
 {
 	if (!b || (!b->data && b->size))
@@ -93,20 +95,12 @@ int TVMFFIFunctionCreate(void *self, TVMFFISafeCallType safe_call, void (*delete
 	return 0;
 }
 
+/* Lookups are hot: the counted name goes to the registry as it is. */
 int TVMFFIFunctionGetGlobal(const TVMFFIByteArray *name, TVMFFIObjectHandle *out)
 {
-	struct cname c;
-	tio_object_t *f = NULL;
-	int r;
-
-	if (!out)
-		return tio_error_raise("ValueError", "NULL output");
-	if (tvmffi__cname(&c, name))
-		return -1;
-	r = tio_func_get_global(c.s, &f);
-	tvmffi__cname_free(&c);
-	*out = f;
-	return r;
+	if (TIO_UNLIKELY_(!name || !out))
+		return tio_error_raise("ValueError", "NULL name or output");
+	return tio_func_get_global_n(name->data, name->size, (tio_object_t **)out);
 }
 
 int TVMFFIFunctionSetGlobal(const TVMFFIByteArray *name, TVMFFIObjectHandle f,
