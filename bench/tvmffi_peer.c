@@ -19,74 +19,25 @@
 
 #include <tensorio/ffi.h>
 
-#include "tvmffi_abi.h"
+#include "tvmffi_ops.h"
 
 #define keep(v)	__asm__ __volatile__("" : : "g"(v) : "memory")
 
 struct rt {
 	const char *label;
 	void *h;
-	int (*create)(void *, TVMFFISafeCallType, void (*)(void *), TVMFFIObjectHandle *);
-	int (*call)(TVMFFIObjectHandle, TVMFFIAny *, int32_t, TVMFFIAny *);
-	int (*get_global)(const TVMFFIByteArray *, TVMFFIObjectHandle *);
-	int (*set_global)(const TVMFFIByteArray *, TVMFFIObjectHandle, int);
-	int (*incref)(TVMFFIObjectHandle);
-	int (*decref)(TVMFFIObjectHandle);
-	int (*str)(const TVMFFIByteArray *, TVMFFIAny *);
-	int (*from_dlpack)(DLManagedTensor *, int32_t, int32_t, TVMFFIObjectHandle *);
-	TVMFFIObjectHandle noop, fint, fdlt;
+	struct tvmffi_api api;
 };
 
-static int cb_noop(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *ret)
-{
-	return 0;
-}
-
-static int cb_int(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *ret)
-{
-	if (args[0].type_index != kTVMFFIInt)
-		return -1;
-	ret->type_index = kTVMFFIInt;
-	ret->zero_padding = 0;
-	ret->v_int64 = args[0].v_int64 + 1;
-	return 0;
-}
-
-static int cb_dlt(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *ret)
-{
-	if (args[0].type_index != kTVMFFIDLTensorPtr)
-		return -1;
-	ret->type_index = kTVMFFIInt;
-	ret->zero_padding = 0;
-	ret->v_int64 = ((DLTensor *)args[0].v_ptr)->ndim;
-	return 0;
-}
-
-static void no_delete(DLManagedTensor *self)
-{
-	keep(self);
-}
-
-static const TVMFFIByteArray noop_name = { "peer.bench.noop", 15 };
-static const char text40[] = "a string of exactly forty bytes, no more";
 static int64_t shape[1] = { 16 };
 static float data[16];
 static DLTensor dlt = { .data = data, .device = { kDLCPU, 0 }, .ndim = 1,
 			.dtype = { kDLFloat, 32, 1 }, .shape = shape };
 
-enum op { CALL0, CALL_INT, CALL_DLT, LOOKUP, REFS, STR40, DLPACK, NOPS };
-static const char *const op_name[NOPS] = {
+static const char *const op_name[OP_COUNT] = {
 	"call, no-op, 0 args", "call, 1 int", "call, 1 DLTensor*", "lookup by name + DecRef",
 	"IncRef + DecRef", "40-byte string + DecRef", "DLPack import + DecRef",
 };
-
-#define SYM(r, f, s) do {						\
-	*(void **)&(r)->f = dlsym((r)->h, s);				\
-	if (!(r)->f) {							\
-		fprintf(stderr, "%s: no %s\n", (r)->label, s);		\
-		return -1;						\
-	}								\
-} while (0)
 
 static int rt_open(struct rt *r, char *arg)
 {
@@ -103,17 +54,8 @@ static int rt_open(struct rt *r, char *arg)
 		fprintf(stderr, "%s\n", dlerror());
 		return -1;
 	}
-	SYM(r, create, "TVMFFIFunctionCreate");
-	SYM(r, call, "TVMFFIFunctionCall");
-	SYM(r, get_global, "TVMFFIFunctionGetGlobal");
-	SYM(r, set_global, "TVMFFIFunctionSetGlobal");
-	SYM(r, incref, "TVMFFIObjectIncRef");
-	SYM(r, decref, "TVMFFIObjectDecRef");
-	SYM(r, str, "TVMFFIStringFromByteArray");
-	SYM(r, from_dlpack, "TVMFFITensorFromDLPack");
-	if (r->create(NULL, cb_noop, NULL, &r->noop) || r->create(NULL, cb_int, NULL, &r->fint) ||
-	    r->create(NULL, cb_dlt, NULL, &r->fdlt) || r->set_global(&noop_name, r->noop, 1)) {
-		fprintf(stderr, "%s: setup failed\n", r->label);
+	if (tvmffi_ops_open(&r->api, r->h)) {
+		fprintf(stderr, "%s: an entry point is missing or setup failed\n", r->label);
 		return -1;
 	}
 	return 0;
@@ -128,77 +70,11 @@ static double now_ns(void)
 }
 
 /* n operations through a TVM FFI runtime; returns ns per op. */
-static double run_rt(const struct rt *r, enum op op, long n)
+static double run_rt(const struct rt *r, enum tvmffi_op op, long n)
 {
-	TVMFFIAny arg, ret;
-	TVMFFIObjectHandle h = r->noop;
 	double t0 = now_ns();
-	long i;
-	int err = 0;
 
-	switch (op) {
-	case CALL0:
-		for (i = 0; i < n; i++) {
-			ret.type_index = kTVMFFINone;
-			err |= r->call(h, NULL, 0, &ret);
-		}
-		break;
-	case CALL_INT:
-		h = r->fint;
-		for (i = 0; i < n; i++) {
-			arg.type_index = kTVMFFIInt;
-			arg.zero_padding = 0;
-			arg.v_int64 = i;
-			ret.type_index = kTVMFFINone;
-			err |= r->call(h, &arg, 1, &ret);
-			keep(ret.v_int64);
-		}
-		break;
-	case CALL_DLT:
-		h = r->fdlt;
-		for (i = 0; i < n; i++) {
-			arg.type_index = kTVMFFIDLTensorPtr;
-			arg.zero_padding = 0;
-			arg.v_ptr = &dlt;
-			ret.type_index = kTVMFFINone;
-			err |= r->call(h, &arg, 1, &ret);
-			keep(ret.v_int64);
-		}
-		break;
-	case LOOKUP:
-		for (i = 0; i < n; i++) {
-			err |= r->get_global(&noop_name, &h);
-			err |= r->decref(h);
-		}
-		break;
-	case REFS:
-		for (i = 0; i < n; i++) {
-			err |= r->incref(h);
-			keep(h);
-			err |= r->decref(h);
-		}
-		break;
-	case STR40: {
-		TVMFFIByteArray b = { text40, 40 };
-
-		for (i = 0; i < n; i++) {
-			err |= r->str(&b, &ret);
-			err |= r->decref(ret.v_obj);
-		}
-		break;
-	}
-	case DLPACK:
-		for (i = 0; i < n; i++) {
-			DLManagedTensor mt = { .dl_tensor = dlt, .deleter = no_delete };
-
-			err |= r->from_dlpack(&mt, 0, 0, &h);
-			err |= r->decref(h);
-		}
-		break;
-	default:
-		break;
-	}
-	if (err) {
+	if (tvmffi_ops_run(&r->api, op, &dlt, (uint64_t)n)) {
 		fprintf(stderr, "%s: %s failed\n", r->label, op_name[op]);
 		exit(1);
 	}
@@ -233,7 +109,7 @@ static int tio_cb_dlt(void *self, const tio_any_t *args, int32_t n, tio_any_t *r
 static tio_object_t *tnoop, *tint, *tdlt;
 
 /* The same operations through the tio_ API. */
-static double run_tio(enum op op, long n)
+static double run_tio(enum tvmffi_op op, long n)
 {
 	tio_any_t arg, ret;
 	tio_object_t *f = tnoop;
@@ -242,13 +118,13 @@ static double run_tio(enum op op, long n)
 	int err = 0;
 
 	switch (op) {
-	case CALL0:
+	case OP_CALL0:
 		for (i = 0; i < n; i++) {
 			ret = tio_any_none();
 			err |= tio_func_call(f, NULL, 0, &ret);
 		}
 		break;
-	case CALL_INT:
+	case OP_CALL_INT:
 		f = tint;
 		for (i = 0; i < n; i++) {
 			arg = tio_any_int(i);
@@ -257,7 +133,7 @@ static double run_tio(enum op op, long n)
 			keep(ret.v_int64);
 		}
 		break;
-	case CALL_DLT:
+	case OP_CALL_DLT:
 		f = tdlt;
 		for (i = 0; i < n; i++) {
 			arg = tio_any_dltensor(&dlt);
@@ -266,28 +142,28 @@ static double run_tio(enum op op, long n)
 			keep(ret.v_int64);
 		}
 		break;
-	case LOOKUP:
+	case OP_LOOKUP:
 		for (i = 0; i < n; i++) {
 			err |= tio_func_get_global("peer.bench.tio-noop", &f);
 			tio_object_decref(f);
 		}
 		break;
-	case REFS:
+	case OP_REFS:
 		for (i = 0; i < n; i++) {
 			tio_object_incref(f);
 			keep(f);
 			tio_object_decref(f);
 		}
 		break;
-	case STR40:
+	case OP_STR40:
 		for (i = 0; i < n; i++) {
-			err |= tio_str_new(text40, 40, &ret);
+			err |= tio_str_new("a string of exactly forty bytes, no more", 40, &ret);
 			tio_any_release(&ret);
 		}
 		break;
-	case DLPACK:
+	case OP_DLPACK:
 		for (i = 0; i < n; i++) {
-			DLManagedTensor mt = { .dl_tensor = dlt, .deleter = no_delete };
+			DLManagedTensor mt = { .dl_tensor = dlt, .deleter = tvmffi_ops_keep_mt };
 
 			err |= tio_tensor_from_dlpack(&mt, 0, 0, &f);
 			tio_object_decref(f);
@@ -347,12 +223,12 @@ int main(int argc, char **argv)
 	for (i = 0; i < nrt; i++)
 		printf(" %16s", rts[i].label);
 	printf("\n");
-	for (op = 0; op < NOPS; op++) {
+	for (op = 0; op < OP_COUNT; op++) {
 		for (k = 0; k < reps; k++) {
-			t[k] = run_tio((enum op)op, n);
+			t[k] = run_tio((enum tvmffi_op)op, n);
 			for (i = 0; i < nrt; i++)
 				t[(size_t)(i + 1) * (size_t)reps + (size_t)k] =
-					run_rt(&rts[i], (enum op)op, n);
+					run_rt(&rts[i], (enum tvmffi_op)op, n);
 		}
 		printf("%-26s", op_name[op]);
 		for (i = 0; i <= nrt; i++) {

@@ -116,18 +116,40 @@ int TVMFFIFunctionSetGlobal(const TVMFFIByteArray *name, TVMFFIObjectHandle f,
 	return r;
 }
 
+/* libtensorio's cell entry: a Function with it is laid out as tio_func_obj_t. */
+static TVMFFISafeCallType tio_cell_entry;
+
+static int nothing(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	(void)self, (void)args, (void)nargs, (void)ret;
+	return 0;
+}
+
+__attribute__((constructor)) static void find_cell_entry(void)
+{
+	tio_object_t *f;
+
+	if (tio_func_new(nothing, NULL, NULL, &f)) {
+		tio_error_clear();
+		return;		/* every call then takes the cell */
+	}
+	tio_cell_entry = (TVMFFISafeCallType)((tio_func_obj_t *)f)->safe_call;
+	tio_object_decref(f);
+}
+
 /*
- * The hot path: through the Function cell, as every TVM-FFI-compatible
- * caller does, so that Functions made by any code work (ours land in their
- * trampoline). A tail call: no frame of its own.
+ * The hot path. A Function made by libtensorio is called straight through
+ * its callback (one indirect jump, as tio_func_call()); any other through
+ * its cell, as every TVM-FFI-compatible caller does. Tail calls either way.
  */
 int TVMFFIFunctionCall(TVMFFIObjectHandle func, TVMFFIAny *args, int32_t num_args,
 		       TVMFFIAny *result)
 {
-	const TVMFFIFunctionCell *cell =
-		(const TVMFFIFunctionCell *)((const TVMFFIObject *)func + 1);
+	const tio_func_obj_t *f = func;
 
-	return cell->safe_call(func, args, num_args, result);
+	if (TIO_UNLIKELY_((TVMFFISafeCallType)f->safe_call != tio_cell_entry))
+		return f->safe_call(func, (tio_any_t *)args, num_args, (tio_any_t *)result);
+	return f->call(f->self, (tio_any_t *)args, num_args, (tio_any_t *)result);
 }
 
 int TVMFFIAnyViewToOwnedAny(const TVMFFIAny *any_view, TVMFFIAny *out)

@@ -308,6 +308,40 @@ static int add_self(void *self, const tio_any_t *args, int32_t nargs, tio_any_t 
 	return 0;
 }
 
+/* A Function laid out by other code: header and cell only. */
+struct foreign_func {
+	TVMFFIObject header;
+	TVMFFIFunctionCell cell;
+};
+
+static int foreign_call(void *handle, const TVMFFIAny *args, int32_t n, TVMFFIAny *ret)
+{
+	ret->type_index = kTVMFFIOpaquePtr;
+	ret->zero_padding = 0;
+	ret->v_ptr = handle;	/* the cell gets the Function itself */
+	return 0;
+}
+
+static void foreign_deleter(void *self, int flags)
+{
+}
+
+TEST(call_foreign_function)
+{
+	struct foreign_func f = {
+		.header = { .combined_ref_count = 1, .type_index = kTVMFFIFunction,
+			    .deleter = foreign_deleter },
+		.cell = { .safe_call = foreign_call },
+	};
+	TVMFFIAny ret = { .type_index = kTVMFFINone };
+	tio_any_t r = tio_any_none();
+
+	ASSERT_EQ(0, TVMFFIFunctionCall(&f, NULL, 0, &ret));
+	EXPECT_EQ(&f, ret.v_ptr);
+	ASSERT_EQ(0, tio_func_call_any((tio_object_t *)&f, NULL, 0, &r));
+	EXPECT_EQ(&f, r.v_ptr);
+}
+
 TEST(entry_objects_functions)
 {
 	TVMFFIVersion v;
