@@ -251,10 +251,11 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 			tio_object_decref(s->noop);
 		}
 		break;
-	case DLPACK:
+	case DLPACK: {
+		/* Imports leave the managed tensor as it is: one serves all. */
+		DLManagedTensor mt = { .dl_tensor = s->dl, .deleter = noop_deleter };
+
 		for (i = 0; i < n && !err; i++) {
-			DLManagedTensor mt = { .dl_tensor = s->dl,
-					       .deleter = noop_deleter };
 			tio_object_t *t;
 
 			err = tio_tensor_from_dlpack(&mt, 0, 0, &t);
@@ -262,6 +263,7 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 				tio_object_decref(t);
 		}
 		break;
+	}
 	case STR_NEW:
 	case STR_SMALL:
 		for (i = 0; i < n && !err; i++) {

@@ -155,14 +155,16 @@ static inline int tvmffi_ops_run(const struct tvmffi_api *a, enum tvmffi_op op, 
 			err |= a->decref(ret.v_obj);
 		}
 		break;
-	case OP_DLPACK:
-		for (i = 0; i < n; i++) {
-			DLManagedTensor mt = { .dl_tensor = *dl, .deleter = tvmffi_ops_keep_mt };
+	case OP_DLPACK: {
+		/* Imports leave the managed tensor as it is: one serves all. */
+		DLManagedTensor mt = { .dl_tensor = *dl, .deleter = tvmffi_ops_keep_mt };
 
+		for (i = 0; i < n; i++) {
 			err |= a->from_dlpack(&mt, 0, 0, &h);
 			err |= a->decref(h);
 		}
 		break;
+	}
 	default:
 		err = 1;
 	}
