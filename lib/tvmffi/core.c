@@ -231,18 +231,27 @@ int TVMFFIErrorCreateWithCauseAndExtraContext(const TVMFFIByteArray *kind,
 	return 0;
 }
 
-int TVMFFIStringFromByteArray(const TVMFFIByteArray *input, TVMFFIAny *out)
+static int from_byte_array(const TVMFFIByteArray *input, TVMFFIAny *out,
+			   int (*make)(const char *, size_t, tio_any_t *))
 {
 	if (!input || !out || (!input->data && input->size))
 		return tio_error_raise("ValueError", "NULL byte array");
-	return tio_str_new(input->data, input->size, (tio_any_t *)out);
+	return make(input->data, input->size, (tio_any_t *)out);
+}
+
+static int bytes_new(const char *data, size_t len, tio_any_t *out)
+{
+	return tio_bytes_new(data, len, out);
+}
+
+int TVMFFIStringFromByteArray(const TVMFFIByteArray *input, TVMFFIAny *out)
+{
+	return from_byte_array(input, out, tio_str_new);
 }
 
 int TVMFFIBytesFromByteArray(const TVMFFIByteArray *input, TVMFFIAny *out)
 {
-	if (!input || !out || (!input->data && input->size))
-		return tio_error_raise("ValueError", "NULL byte array");
-	return tio_bytes_new(input->data, input->size, (tio_any_t *)out);
+	return from_byte_array(input, out, bytes_new);
 }
 
 int TVMFFIDataTypeFromString(const TVMFFIByteArray *str, DLDataType *out)
