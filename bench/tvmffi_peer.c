@@ -159,7 +159,7 @@ static double run_tio(enum tvmffi_op op, long n)
 	case OP_STR40:
 		for (i = 0; i < n; i++) {
 			err |= tio_str_new("a string of exactly forty bytes, no more", 40, &ret);
-			tio_any_release(&ret);
+			tio_any_decref(&ret);
 		}
 		break;
 	case OP_DLPACK: {

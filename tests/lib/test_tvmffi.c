@@ -143,7 +143,7 @@ TEST(raise_tio_catch_tvm)
 	ASSERT_EQ(0, call_named(m, "catch", &arg, 1, &ret));
 	ASSERT_EQ(0, tio_any_to_str(&ret, &s, NULL));
 	EXPECT_STREQ("KeyError: no 'k' (cause IndexError)", s);
-	tio_any_release(&ret);
+	tio_any_decref(&ret);
 	EXPECT_EQ(NULL, tio_error_peek_raised());
 	/* And a module's own error, caught by the module. */
 	arg = tio_any_int(1);
@@ -209,7 +209,7 @@ TEST(tensor_strides)
 	EXPECT_EQ(3, dl->strides[0]);
 	EXPECT_EQ(1, dl->strides[1]);
 	EXPECT_TRUE(tio_tensor_is_contiguous(dl));
-	tio_any_release(&ret);
+	tio_any_decref(&ret);
 	tio_object_decref(m);
 	ASSERT_NO_LEAKS();
 }
@@ -229,12 +229,12 @@ TEST(hidden_and_ctx)
 	ASSERT_EQ(0, tio_module_list_functions(m, &names));
 	ASSERT_EQ(0, tio_any_to_str(tio_array_at(names.v_obj, 0), &p, NULL));
 	EXPECT_STREQ("_hidden", p);
-	tio_any_release(&names);
+	tio_any_decref(&names);
 	ASSERT_EQ(0, call_named(m, "ctx", NULL, 0, &ret));
 	EXPECT_EQ(1, ret.v_int64);
 	ASSERT_EQ(0, tio_module_imports(m, &names));
 	EXPECT_EQ(0, tio_array_size(names.v_obj));
-	tio_any_release(&names);
+	tio_any_decref(&names);
 	tio_object_decref(m);
 	ASSERT_NO_LEAKS();
 }
@@ -267,7 +267,7 @@ TEST(library_bin)
 	ASSERT_EQ(0, tio_module_load(FIX_BIN(1), &m));
 	ASSERT_EQ(0, tio_module_imports(m, &imports));
 	ASSERT_EQ(1, tio_array_size(imports.v_obj));
-	tio_any_release(&imports);
+	tio_any_decref(&imports);
 	EXPECT_TRUE(tio_module_implements_function(m, "add_one"));
 	args[0] = tio_any_int(41);
 	ASSERT_EQ(0, call_named(m, "add_one", args, 1, &ret));
@@ -403,7 +403,7 @@ TEST(entry_objects_functions)
 	view.v_c_str = "a raw C string longer than seven bytes";
 	ASSERT_EQ(0, TVMFFIAnyViewToOwnedAny(&view, &owned));
 	EXPECT_EQ(kTVMFFIStr, owned.type_index);
-	tio_any_release((tio_any_t *)&owned);
+	tio_any_decref((tio_any_t *)&owned);
 	EXPECT_EQ(-1, TVMFFIAnyViewToOwnedAny(NULL, &owned));
 	ASSERT_RAISED("ValueError", "NULL");
 	ASSERT_NO_LEAKS();
@@ -438,10 +438,10 @@ TEST(entry_errors_strings_dtypes)
 	EXPECT_EQ(kTVMFFIStr, out.type_index);
 	ASSERT_EQ(0, tio_any_to_str((tio_any_t *)&out, &s, &len));
 	EXPECT_EQ(40, len);
-	tio_any_release((tio_any_t *)&out);
+	tio_any_decref((tio_any_t *)&out);
 	ASSERT_EQ(0, TVMFFIBytesFromByteArray(&lng, &out));
 	EXPECT_EQ(kTVMFFIBytes, out.type_index);
-	tio_any_release((tio_any_t *)&out);
+	tio_any_decref((tio_any_t *)&out);
 	EXPECT_EQ(-1, TVMFFIStringFromByteArray(NULL, &out));
 	ASSERT_RAISED("ValueError", "NULL");
 
@@ -454,7 +454,7 @@ TEST(entry_errors_strings_dtypes)
 	ASSERT_EQ(0, TVMFFIDataTypeToString(&f16x4, &out));
 	ASSERT_EQ(0, tio_any_to_str((tio_any_t *)&out, &s, NULL));
 	EXPECT_STREQ("float16x4", s);
-	tio_any_release((tio_any_t *)&out);
+	tio_any_decref((tio_any_t *)&out);
 	EXPECT_EQ(-1, TVMFFIDataTypeToString(&bad, &out));
 	tio_error_clear();
 	ASSERT_NO_LEAKS();
