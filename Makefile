@@ -58,6 +58,9 @@ install: all
 	ln -sf libtensorio.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtensorio.so.0
 	ln -sf libtensorio.so.0 $(DESTDIR)$(LIBDIR)/libtensorio.so
 	install -m 0644 build/lib/libtensorio.a $(DESTDIR)$(LIBDIR)/
+	install -m 0755 build/lib/libtensorio-tvmffi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtensorio-tvmffi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtensorio-tvmffi.so.0
+	ln -sf libtensorio-tvmffi.so.0 $(DESTDIR)$(LIBDIR)/libtensorio-tvmffi.so
 	install -m 0644 lib/include/tensorio/*.h $(DESTDIR)$(INCLUDEDIR)/tensorio/
 	install -m 0644 uapi/linux/tensorio.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \

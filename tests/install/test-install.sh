@@ -26,7 +26,8 @@ echo "TAP version 13"
 echo "1..6"
 t "make install into DESTDIR" make -s -C "$top" install DESTDIR="$dest" PREFIX="$prefix"
 t "soname and symlinks installed" test -e "$dest$prefix/lib/libtensorio.so.0" -a \
-	-L "$dest$prefix/lib/libtensorio.so" -a -e "$dest$prefix/include/linux/tensorio.h"
+	-L "$dest$prefix/lib/libtensorio.so" -a -e "$dest$prefix/include/linux/tensorio.h" -a \
+	-e "$dest$prefix/lib/libtensorio-tvmffi.so.0"
 t "man pages installed" test -e "$dest$prefix/share/man/man8/tioctl.8" -a \
 	-e "$dest$prefix/share/man/man4/tensorio.4" -a -e "$dest$prefix/share/man/man3/libtensorio.3"
 cat >"$tmp/prog.c" <<'PROG'
