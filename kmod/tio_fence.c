@@ -173,42 +173,32 @@ int tio_fence_wait(struct dma_fence *fence, u32 flags, s64 timeout_ns)
 	return ret ? 0 : -ETIME;
 }
 
-int tio_cmd_fence_export(struct tio_file *tf, void *data)
+int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_fence_export *args = data;
 	struct dma_fence *fence;
 	struct sync_file *sf;
-	int fd, ret;
+	int fd;
 
 	if ((args->flags & ~TIO_EXPORT_F_CLOEXEC) || args->pad)
 		return -EINVAL;
 	fence = tio_stream_fence(tf, args->stream, args->seqno);
 	if (IS_ERR(fence))
 		return PTR_ERR(fence);
-	fd = get_unused_fd_flags(args->flags & TIO_EXPORT_F_CLOEXEC ?
-				 O_CLOEXEC : 0);
-	if (fd < 0) {
-		ret = fd;
-		goto out_fence;
-	}
 	sf = sync_file_create(fence);	/* takes its own reference */
-	if (!sf) {
-		ret = -ENOMEM;
-		goto out_fd;
+	dma_fence_put(fence);
+	if (!sf)
+		return -ENOMEM;
+	fd = tio_fd_reserve(fdq, sf->file, args->flags & TIO_EXPORT_F_CLOEXEC);
+	if (fd < 0) {
+		fput(sf->file);
+		return fd;
 	}
-	fd_install(fd, sf->file);
 	args->fd = fd;
-	dma_fence_put(fence);
 	return 0;
-
-out_fd:
-	put_unused_fd(fd);
-out_fence:
-	dma_fence_put(fence);
-	return ret;
 }
 
-int tio_cmd_fence_import(struct tio_file *tf, void *data)
+int tio_cmd_fence_import(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_fence_import *args = data;
 	struct dma_fence *dep;
@@ -230,7 +220,7 @@ int tio_cmd_fence_import(struct tio_file *tf, void *data)
 	return tio_stream_import(tf, args->stream, dep, &args->seqno);
 }
 
-int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data)
+int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_buf_attach *args = data;
 	enum dma_resv_usage usage;
@@ -292,7 +282,7 @@ static int tio_resv_status(struct dma_resv *resv, enum dma_resv_usage usage,
 	return 0;
 }
 
-int tio_cmd_buf_wait(struct tio_file *tf, void *data)
+int tio_cmd_buf_wait(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_buf_wait *args = data;
 	enum dma_resv_usage usage;

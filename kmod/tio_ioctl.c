@@ -22,18 +22,19 @@
 /**
  * struct tio_op - one command
  * @cmd: its ioctl number; _IOC_NR(@cmd) indexes the table
- * @fn: the handler, on a kernel copy of the payload
+ * @fn: the handler, on a kernel copy of the payload, with the call's
+ *	queue for new fds
  * @name: for debugfs
  * @wait: the handler may block waiting for fences (counted in nr_waits)
  */
 struct tio_op {
 	unsigned int cmd;
-	int (*fn)(struct tio_file *tf, void *data);
+	int (*fn)(struct tio_file *tf, void *data, struct tio_fdq *fdq);
 	const char *name;
 	bool wait;
 };
 
-static int tio_cmd_info(struct tio_file *tf, void *data)
+static int tio_cmd_info(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_info *info = data;
 
@@ -57,7 +58,7 @@ static int tio_cmd_info(struct tio_file *tf, void *data)
 	return 0;
 }
 
-static int tio_cmd_submit(struct tio_file *tf, void *data);
+static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_fdq *fdq);
 
 #define TIO_OP(_name, _fn, _wait)					\
 	[_IOC_NR(TIO_IOC_##_name)] = {					\
@@ -148,6 +149,11 @@ static inline void tio_stat_update(unsigned int nr, int ret, u64 t0)
 		this_cpu_write(tio_stats.op[nr].max_ns, ns);
 }
 
+/*
+ * The command a number names: type and number decide, the size and the
+ * direction bits are the caller's (checked by tio_payload_in/out()), so
+ * that a structure can grow at the end without breaking older callers.
+ */
 static const struct tio_op *tio_op_lookup(unsigned int cmd)
 {
 	unsigned int nr = _IOC_NR(cmd);
@@ -155,9 +161,19 @@ static const struct tio_op *tio_op_lookup(unsigned int cmd)
 	if (_IOC_TYPE(cmd) != TIO_IOC_MAGIC || nr >= TIO_NR_OPS)
 		return NULL;
 	nr = array_index_nospec(nr, TIO_NR_OPS);
-	if (!tio_ops[nr].fn || tio_ops[nr].cmd != cmd)
+	if (!tio_ops[nr].fn)
 		return NULL;
 	return &tio_ops[nr];
+}
+
+/*
+ * The directions both the caller's number and the kernel's encode, as
+ * drm_ioctl() decides: a payload is read only when both say _IOC_WRITE
+ * and written back only when both say _IOC_READ.
+ */
+static inline unsigned int tio_op_dir(const struct tio_op *op, unsigned int cmd)
+{
+	return _IOC_DIR(cmd) & _IOC_DIR(op->cmd);
 }
 
 /*
@@ -165,7 +181,8 @@ static const struct tio_op *tio_op_lookup(unsigned int cmd)
  * payload. Every submission form ends here.
  */
 static __always_inline int tio_dispatch(struct tio_file *tf,
-					const struct tio_op *op, void *data)
+					const struct tio_op *op, void *data,
+					struct tio_fdq *fdq)
 {
 	unsigned int nr = _IOC_NR(op->cmd);
 	u64 t0 = 0;
@@ -176,10 +193,10 @@ static __always_inline int tio_dispatch(struct tio_file *tf,
 		t0 = ktime_get_ns();
 	if (unlikely(op->wait)) {
 		atomic_inc(&tf->nr_waits);
-		ret = op->fn(tf, data);
+		ret = op->fn(tf, data, fdq);
 		atomic_dec(&tf->nr_waits);
 	} else {
-		ret = op->fn(tf, data);
+		ret = op->fn(tf, data, fdq);
 	}
 	tio_stat_update(nr, ret, t0);
 	trace_tio_cmd_exit(tf, nr, ret);
@@ -196,31 +213,65 @@ struct tio_payload {
 
 static_assert(sizeof(struct tio_payload) == TIO_CMD_PAYLOAD);
 
+/*
+ * Check a record's payload against its command's size: @usize bytes are
+ * the caller's structure, the rest of the record must be zero; of a
+ * structure longer than the kernel's only zero bytes may follow the
+ * kernel's part. Return: 0, -EINVAL or -E2BIG.
+ */
+static int tio_record_size(const struct tio_cmd *rec, unsigned int usize,
+			   unsigned int ksize)
+{
+	const u8 *bytes = rec->payload.bytes;
+
+	if (unlikely(usize > TIO_CMD_PAYLOAD))
+		return -EINVAL;
+	if (unlikely(memchr_inv(bytes + usize, 0, TIO_CMD_PAYLOAD - usize)))
+		return -EINVAL;
+	if (unlikely(usize > ksize && memchr_inv(bytes + ksize, 0, usize - ksize)))
+		return -E2BIG;
+	return 0;
+}
+
 /* One record of a SUBMIT vector; @buf is scratch for the payload. */
 static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec,
-			  struct tio_payload *buf)
+			  struct tio_payload *buf, struct tio_fdq *fdq)
 {
 	struct tio_payload *payload = (struct tio_payload *)rec->payload.bytes;
+	unsigned int usize, ksize, dir;
 	const struct tio_op *op;
-	unsigned int size;
 	int ret;
 
-	if (unlikely(rec->flags || rec->pad || rec->op == TIO_IOC_SUBMIT))
+	if (unlikely(rec->flags || rec->pad))
 		return -EINVAL;
 	op = tio_op_lookup(rec->op);
 	if (unlikely(!op))
 		return -ENOTTY;
-	size = _IOC_SIZE(op->cmd);
-	if (unlikely(memchr_inv(rec->payload.bytes + size, 0,
-				TIO_CMD_PAYLOAD - size)))
+	if (unlikely(op->fn == tio_cmd_submit))
 		return -EINVAL;
-	/* The handler works on a copy, as with ioctl(): a failed or
-	 * write-only command leaves the record's payload as it was.
+	usize = _IOC_SIZE(rec->op);
+	ksize = _IOC_SIZE(op->cmd);
+	ret = tio_record_size(rec, usize, ksize);
+	if (unlikely(ret))
+		return ret;
+	dir = tio_op_dir(op, rec->op);
+	/*
+	 * The handler works on a copy, as with ioctl(): a failed or
+	 * write-only command leaves the record's payload as it was. The
+	 * bytes past a shorter structure are zero: that is the zero
+	 * extension.
 	 */
-	*buf = *payload;
-	ret = tio_dispatch(tf, op, buf);
-	if (ret >= 0 && (_IOC_DIR(op->cmd) & _IOC_READ))
+	if (likely(dir & _IOC_WRITE))
+		*buf = *payload;
+	else
+		memset(buf, 0, sizeof(*buf));
+	ret = tio_dispatch(tf, op, buf, fdq);
+	if (ret < 0 || !(dir & _IOC_READ))
+		return ret;
+	if (likely(usize >= ksize))
 		*payload = *buf;
+	else
+		memcpy(payload, buf, usize);	/* truncated out */
 	return ret;
 }
 
@@ -229,9 +280,10 @@ static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec,
  * order, one copy of the processed records out. Nothing is allocated per
  * record. Return: the number of records that failed (0: all processed
  * records succeeded), or a negative errno when the vector itself was
- * refused (nothing ran) or could not be written back (records ran).
+ * refused (nothing ran) or could not be written back (records ran; the
+ * fds they exported are given back, see tio_fd.c).
  */
-static int tio_cmd_submit(struct tio_file *tf, void *data)
+static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_submit *s = data;
 	struct tio_cmd __user *ucmds = u64_to_user_ptr(s->cmds_ptr);
@@ -256,7 +308,7 @@ static int tio_cmd_submit(struct tio_file *tf, void *data)
 	for (i = 0; i < s->count;) {
 		struct tio_cmd *rec = &cmds[i++];
 
-		rec->result = tio_submit_one(tf, rec, &buf);
+		rec->result = tio_submit_one(tf, rec, &buf, fdq);
 		if (unlikely(rec->result < 0)) {
 			failed++;
 			if (!cont)
@@ -272,35 +324,116 @@ out:
 	return ret;
 }
 
+/*
+ * Copy a payload in: a shorter structure is zero-extended, a longer one
+ * accepted when its bytes past the kernel's are zero (-E2BIG otherwise),
+ * as copy_struct_from_user() does.
+ */
+static int tio_payload_in(const struct tio_op *op, unsigned int cmd,
+			  void *kbuf, const void __user *uptr)
+{
+	size_t ksize = _IOC_SIZE(op->cmd);
+
+	if (!(tio_op_dir(op, cmd) & _IOC_WRITE)) {
+		memset(kbuf, 0, ksize);
+		return 0;
+	}
+	return copy_struct_from_user(kbuf, ksize, uptr, _IOC_SIZE(cmd));
+}
+
+/* Write a payload back: truncated to a shorter structure, a longer one's
+ * tail cleared.
+ */
+static int tio_payload_out(const struct tio_op *op, unsigned int cmd,
+			   void __user *uptr, const void *kbuf)
+{
+	size_t ksize = _IOC_SIZE(op->cmd), usize = _IOC_SIZE(cmd);
+
+	if (!(tio_op_dir(op, cmd) & _IOC_READ))
+		return 0;
+	if (copy_to_user(uptr, kbuf, min(ksize, usize)))
+		return -EFAULT;
+	if (unlikely(usize > ksize) && clear_user(uptr + ksize, usize - ksize))
+		return -EFAULT;
+	return 0;
+}
+
 /**
  * tio_cmd_user() - run one command whose payload is in user memory
  * @tf: the file
- * @cmd: a TIO_IOC_* number
+ * @cmd: a TIO_IOC_* number, of any size the structure ever had
  * @uptr: the payload
  *
  * The ioctl() form, also used by io_uring commands that complete inline.
- * The payload is written back when the command succeeded and has the
- * _IOC_READ direction.
+ * The payload is written back when the command succeeded and both the
+ * caller's and the kernel's number have the _IOC_READ direction; fds the
+ * command created are installed only after that write succeeded.
  *
  * Return: the handler's result; -ENOTTY for an unknown command, -EFAULT
- * when the payload cannot be copied.
+ * when the payload cannot be copied, -E2BIG for a longer structure with
+ * non-zero bytes past the kernel's.
  */
 long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr)
 {
-	u64 buf[TIO_CMD_PAYLOAD / sizeof(u64)];
+	struct tio_payload buf;
 	const struct tio_op *op;
+	struct tio_fdq fdq;
 	int ret;
 
 	op = tio_op_lookup(cmd);
 	if (!op)
 		return -ENOTTY;
-	if (copy_from_user(buf, uptr, _IOC_SIZE(cmd)))
-		return -EFAULT;
-	ret = tio_dispatch(tf, op, buf);
-	if (ret >= 0 && (_IOC_DIR(cmd) & _IOC_READ) &&
-	    copy_to_user(uptr, buf, _IOC_SIZE(cmd)))
+	ret = tio_payload_in(op, cmd, &buf, uptr);
+	if (ret)
+		return ret;
+	tio_fdq_init(&fdq);
+	ret = tio_dispatch(tf, op, &buf, &fdq);
+	if (ret >= 0 && tio_payload_out(op, cmd, uptr, &buf))
 		ret = -EFAULT;
+	if (ret >= 0)
+		tio_fdq_install(&fdq);
+	else
+		tio_fdq_abort(&fdq);
 	return ret;
+}
+
+/**
+ * tio_cmd_kernel() - the kernel's number for a caller's command number
+ * @cmd: a TIO_IOC_* number, of any size
+ *
+ * Return: the number the kernel's structure has, or 0 when unknown.
+ */
+unsigned int tio_cmd_kernel(unsigned int cmd)
+{
+	const struct tio_op *op = tio_op_lookup(cmd);
+
+	return op ? op->cmd : 0;
+}
+
+/**
+ * tio_cmd_copy_in() - read a payload as tio_cmd_user() does
+ * @cmd: the caller's number (a known command)
+ * @kbuf: the kernel's structure
+ * @uptr: the caller's
+ *
+ * Return: 0, -EFAULT or -E2BIG.
+ */
+int tio_cmd_copy_in(unsigned int cmd, void *kbuf, const void __user *uptr)
+{
+	return tio_payload_in(tio_op_lookup(cmd), cmd, kbuf, uptr);
+}
+
+/**
+ * tio_cmd_copy_out() - write a payload back as tio_cmd_user() does
+ * @cmd: the caller's number (a known command)
+ * @uptr: the caller's structure
+ * @kbuf: the kernel's
+ *
+ * Return: 0 or -EFAULT.
+ */
+int tio_cmd_copy_out(unsigned int cmd, void __user *uptr, const void *kbuf)
+{
+	return tio_payload_out(tio_op_lookup(cmd), cmd, uptr, kbuf);
 }
 
 /**
@@ -322,7 +455,7 @@ int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data)
 	if (!op)
 		return -ENOTTY;
 	trace_tio_cmd_enter(tf, _IOC_NR(cmd));
-	ret = op->fn(tf, data);
+	ret = op->fn(tf, data, NULL);
 	trace_tio_cmd_exit(tf, _IOC_NR(cmd), ret);
 	return ret;
 }

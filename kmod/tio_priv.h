@@ -144,6 +144,9 @@ struct dma_fence *tio_stream_fence(struct tio_file *tf, u32 stream, u64 seqno);
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr);
 int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data);
+unsigned int tio_cmd_kernel(unsigned int cmd);
+int tio_cmd_copy_in(unsigned int cmd, void *kbuf, const void __user *uptr);
+int tio_cmd_copy_out(unsigned int cmd, void __user *uptr, const void *kbuf);
 void tio_cmd_account(unsigned int cmd, int ret, u64 ns);
 int tio_cmd_stats_show(struct seq_file *m, void *unused);
 void tio_cmd_stats_reset(void);
@@ -163,22 +166,48 @@ void tio_debugfs_exit(void);
 void tio_debugfs_file_add(struct tio_file *tf);
 void tio_debugfs_file_del(struct tio_file *tf);
 
-/* Command handlers: @data is the kernel copy of the payload. */
-int tio_cmd_buf_alloc(struct tio_file *tf, void *data);
-int tio_cmd_buf_pin_user(struct tio_file *tf, void *data);
-int tio_cmd_buf_free(struct tio_file *tf, void *data);
-int tio_cmd_buf_info(struct tio_file *tf, void *data);
-int tio_cmd_buf_set_desc(struct tio_file *tf, void *data);
-int tio_cmd_buf_export(struct tio_file *tf, void *data);
-int tio_cmd_buf_import(struct tio_file *tf, void *data);
-int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data);
-int tio_cmd_buf_wait(struct tio_file *tf, void *data);
-int tio_cmd_stream_create(struct tio_file *tf, void *data);
-int tio_cmd_stream_destroy(struct tio_file *tf, void *data);
-int tio_cmd_fence_emit(struct tio_file *tf, void *data);
-int tio_cmd_fence_signal(struct tio_file *tf, void *data);
-int tio_cmd_fence_wait(struct tio_file *tf, void *data);
-int tio_cmd_fence_export(struct tio_file *tf, void *data);
-int tio_cmd_fence_import(struct tio_file *tf, void *data);
+/**
+ * struct tio_fdq - fds reserved by one call, installed once its result
+ * reached userspace (tio_fd.c)
+ * @n: entries used
+ * @cap: entries allocated
+ * @ent: the entries, @one or an array
+ * @one: the first entry, inline
+ */
+struct tio_fdq {
+	unsigned int n;
+	unsigned int cap;
+	struct tio_fdq_ent {
+		int fd;
+		struct file *file;
+	} *ent, one;
+};
+
+/* tio_fd.c */
+void tio_fdq_init(struct tio_fdq *q);
+int tio_fd_reserve(struct tio_fdq *q, struct file *file, bool cloexec);
+void tio_fdq_install(struct tio_fdq *q);
+void tio_fdq_abort(struct tio_fdq *q);
+
+/*
+ * Command handlers: @data is the kernel copy of the payload, @fdq the
+ * call's queue for new fds (tio_fd_reserve()).
+ */
+int tio_cmd_buf_alloc(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_buf_pin_user(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_buf_info(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_buf_set_desc(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_buf_export(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_buf_import(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_buf_wait(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_stream_destroy(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_fence_emit(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_fence_signal(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_fence_wait(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_fence_import(struct tio_file *tf, void *data, struct tio_fdq *fdq);
 
 #endif /* _TIO_PRIV_H */

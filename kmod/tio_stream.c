@@ -348,7 +348,7 @@ static struct tio_timeline *tio_timeline_create(void)
 	return tl;
 }
 
-int tio_cmd_stream_create(struct tio_file *tf, void *data)
+int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_stream_create *args = data;
 	struct tio_stream *s;
@@ -380,7 +380,7 @@ err_free:
 	return ret;
 }
 
-int tio_cmd_stream_destroy(struct tio_file *tf, void *data)
+int tio_cmd_stream_destroy(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_handle_op *args = data;
 	struct tio_obj *obj;
@@ -395,7 +395,7 @@ int tio_cmd_stream_destroy(struct tio_file *tf, void *data)
 	return 0;
 }
 
-int tio_cmd_fence_emit(struct tio_file *tf, void *data)
+int tio_cmd_fence_emit(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_fence_emit *args = data;
 	struct tio_stream *s;
@@ -411,7 +411,7 @@ int tio_cmd_fence_emit(struct tio_file *tf, void *data)
 	return ret;
 }
 
-int tio_cmd_fence_signal(struct tio_file *tf, void *data)
+int tio_cmd_fence_signal(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_fence_signal *args = data;
 	struct tio_stream *s;
@@ -429,7 +429,7 @@ int tio_cmd_fence_signal(struct tio_file *tf, void *data)
 	return ret;
 }
 
-int tio_cmd_fence_wait(struct tio_file *tf, void *data)
+int tio_cmd_fence_wait(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_fence_wait *args = data;
 	struct dma_fence *fence;

@@ -71,7 +71,7 @@ union tio_wait_payload {
  * @ref: see the file comment
  * @claimed: set once by whoever completes the wait
  * @result: the command's result, written by the claimer
- * @cmd: TIO_IOC_FENCE_WAIT or TIO_IOC_BUF_WAIT
+ * @cmd: the caller's FENCE_WAIT or BUF_WAIT number (of its size)
  * @p: the kernel copy of the payload
  */
 struct tio_uwait {
@@ -124,13 +124,13 @@ TIO_URING_TW_CB(tio_uwait_tw)
 	if (!ret) {
 		status = dma_fence_get_status(w->fence);
 		status = min(status, 0);
-		if (w->cmd == TIO_IOC_FENCE_WAIT)
+		if (tio_cmd_kernel(w->cmd) == TIO_IOC_FENCE_WAIT)
 			w->p.fence.status = status;
 		else
 			w->p.buf.status = status;
 		/* Written back as ioctl() would, unless the issuer is gone. */
 		if (!(current->flags & (PF_EXITING | PF_KTHREAD)) &&
-		    copy_to_user(w->uptr, &w->p, _IOC_SIZE(w->cmd)))
+		    tio_cmd_copy_out(w->cmd, w->uptr, &w->p))
 			ret = -EFAULT;
 	}
 	trace_tio_fence_signal(tf, w->fence->context, w->fence->seqno, ret ?: status);
@@ -195,7 +195,7 @@ static int tio_uwait_park(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 			  unsigned int cmd, void __user *uptr,
 			  const union tio_wait_payload *p, unsigned int issue_flags)
 {
-	bool fence_wait = cmd == TIO_IOC_FENCE_WAIT;
+	bool fence_wait = tio_cmd_kernel(cmd) == TIO_IOC_FENCE_WAIT;
 	u32 flags = fence_wait ? p->fence.flags : p->buf.flags;
 	s64 timeout = fence_wait ? p->fence.timeout_ns : p->buf.timeout_ns;
 	enum hrtimer_mode mode = flags & TIO_WAIT_F_ABSOLUTE ?
@@ -258,16 +258,17 @@ static int tio_uring_wait(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 			  unsigned int cmd, void __user *uptr,
 			  unsigned int issue_flags)
 {
+	unsigned int kcmd = tio_cmd_kernel(cmd);
 	union tio_wait_payload p;
-	size_t size = _IOC_SIZE(cmd);
 	s64 *timeout, saved;
 	int ret;
 
-	if (copy_from_user(&p, uptr, size)) {
-		tio_cmd_account(cmd, -EFAULT, 0);
-		return -EFAULT;
+	ret = tio_cmd_copy_in(cmd, &p, uptr);
+	if (ret) {
+		tio_cmd_account(cmd, ret, 0);
+		return ret;
 	}
-	timeout = cmd == TIO_IOC_FENCE_WAIT ? &p.fence.timeout_ns :
+	timeout = kcmd == TIO_IOC_FENCE_WAIT ? &p.fence.timeout_ns :
 					       &p.buf.timeout_ns;
 	saved = *timeout;
 	*timeout = 0;
@@ -277,7 +278,7 @@ static int tio_uring_wait(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 		ret = tio_uwait_park(ioucmd, tf, cmd, uptr, &p, issue_flags);
 		if (ret == -EIOCBQUEUED)
 			return ret;
-	} else if (ret >= 0 && copy_to_user(uptr, &p, size)) {
+	} else if (ret >= 0 && tio_cmd_copy_out(cmd, uptr, &p)) {
 		ret = -EFAULT;
 	}
 	tio_cmd_account(cmd, ret, 0);
@@ -314,7 +315,7 @@ int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	if (READ_ONCE(area[1]))
 		return -EINVAL;
 	uptr = u64_to_user_ptr(READ_ONCE(area[0]));
-	switch (ioucmd->cmd_op) {
+	switch (tio_cmd_kernel(ioucmd->cmd_op)) {
 	case TIO_IOC_FENCE_WAIT:
 	case TIO_IOC_BUF_WAIT:
 		return tio_uring_wait(ioucmd, tf, ioucmd->cmd_op, uptr,
