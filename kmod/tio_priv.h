@@ -105,6 +105,7 @@ struct tio_file {
 extern unsigned long tio_max_buf_size;
 extern unsigned long tio_max_pinned;
 extern atomic64_t tio_pinned_total;
+extern unsigned int tio_fence_timeout_ms;
 /* The misc device, for dma-buf attachments (tio_main.c). */
 extern struct device *tio_device;
 

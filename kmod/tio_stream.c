@@ -316,8 +316,8 @@ static void tio_stream_show(struct tio_obj *obj, struct seq_file *m)
 	emitted = tl->emitted;
 	signalled = tl->signalled;
 	spin_unlock_irqrestore(&tl->lock, flags);
-	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu\n",
-		   context, emitted, signalled, emitted - signalled);
+	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu timeout_ms=%u\n",
+		   context, emitted, signalled, emitted - signalled, tl->timeout_ms);
 }
 
 static const struct tio_obj_ops tio_stream_ops = {
@@ -326,7 +326,7 @@ static const struct tio_obj_ops tio_stream_ops = {
 	.show = tio_stream_show,
 };
 
-static struct tio_timeline *tio_timeline_create(void)
+static struct tio_timeline *tio_timeline_create(u32 timeout_ms)
 {
 	struct tio_timeline *tl;
 
@@ -342,6 +342,7 @@ static struct tio_timeline *tio_timeline_create(void)
 	kref_init(&tl->ref);
 	spin_lock_init(&tl->lock);
 	tl->context = dma_fence_context_alloc(1);
+	tl->timeout_ms = timeout_ms;
 	INIT_LIST_HEAD(&tl->pending);
 	INIT_LIST_HEAD(&tl->errored);
 	snprintf(tl->name, sizeof(tl->name), "stream-%d", task_tgid_nr(current));
@@ -351,15 +352,16 @@ static struct tio_timeline *tio_timeline_create(void)
 int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 {
 	struct tio_stream_create *args = data;
+	u32 bound = READ_ONCE(tio_fence_timeout_ms);
 	struct tio_stream *s;
 	int ret;
 
-	if (args->flags)
+	if (args->flags || args->pad || args->fence_timeout_ms > bound)
 		return -EINVAL;
 	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return -ENOMEM;
-	s->tl = tio_timeline_create();
+	s->tl = tio_timeline_create(args->fence_timeout_ms ?: bound);
 	if (!s->tl) {
 		ret = -ENOMEM;
 		goto err_free;
@@ -371,6 +373,7 @@ int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 		goto err_tl;
 	args->handle = s->obj.handle;
 	args->seqno_offset = tio_obj_mmap_offset(&s->obj);
+	args->fence_timeout_ms = s->tl->timeout_ms;
 	return 0;
 
 err_tl:

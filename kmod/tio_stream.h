@@ -43,6 +43,7 @@
  * @errored: signalled points that carry an error, kept so that later
  *	     waits on them report it (under lock)
  * @dead: the stream is gone; every point has been cancelled (under lock)
+ * @timeout_ms: the bound on points seen outside the file (STREAM_CREATE)
  * @page: the seqno page, mapped read-only by userspace
  * @word: the page's first __u64: @signalled, published before waking
  * @name: timeline name reported by the fences
@@ -57,6 +58,7 @@ struct tio_timeline {
 	struct list_head pending;
 	struct list_head errored;
 	bool dead;
+	u32 timeout_ms;
 	struct page *page;
 	u64 *word;
 	char name[32];
