@@ -83,6 +83,8 @@ static int tio_global_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "pinned_bytes_total %lld\n",
 		   (long long)atomic64_read(&tio_pinned_total));
 	seq_printf(m, "parked_uring_total %d\n", atomic_read(&tio_parked_total));
+	seq_printf(m, "fences_expired %lld\n",
+		   (long long)atomic64_read(&tio_fences_expired));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tio_global_stats);

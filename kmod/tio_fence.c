@@ -182,7 +182,7 @@ int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 
 	if ((args->flags & ~TIO_EXPORT_F_CLOEXEC) || args->pad)
 		return -EINVAL;
-	fence = tio_stream_fence(tf, args->stream, args->seqno);
+	fence = tio_stream_fence_expose(tf, args->stream, args->seqno);
 	if (IS_ERR(fence))
 		return PTR_ERR(fence);
 	sf = sync_file_create(fence);	/* takes its own reference */
@@ -236,7 +236,7 @@ int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data, struct tio_fdq *fd
 	buf = tio_buffer_get(tf, args->handle);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
-	fence = tio_stream_fence(tf, args->stream, args->seqno);
+	fence = tio_stream_fence_expose(tf, args->stream, args->seqno);
 	if (IS_ERR(fence)) {
 		ret = PTR_ERR(fence);
 		goto out_buf;

@@ -140,6 +140,11 @@ struct dma_resv *tio_buffer_resv(struct tio_buffer *buf);
 /* tio_stream.c */
 /* A referenced fence for an emitted point of a stream, or ERR_PTR(). */
 struct dma_fence *tio_stream_fence(struct tio_file *tf, u32 stream, u64 seqno);
+/* The same, for a point about to be seen outside the file: bounded. */
+struct dma_fence *tio_stream_fence_expose(struct tio_file *tf, u32 stream,
+					  u64 seqno);
+/* Points that expired, module-wide (debugfs). */
+extern atomic64_t tio_fences_expired;
 
 /* tio_ioctl.c */
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);

@@ -18,6 +18,10 @@
 #include "tio_compat.h"
 #include "tio_priv.h"
 #include "tio_stream.h"
+#include "tio_trace.h"
+
+/* Points that expired, module-wide (debugfs stats). */
+atomic64_t tio_fences_expired = ATOMIC64_INIT(0);
 
 /**
  * struct tio_stream - a stream handle
@@ -177,6 +181,11 @@ static int tio_timeline_signal(struct tio_timeline *tl, u64 seqno, int error)
 		ret = -EINVAL;
 		goto unlock;
 	}
+	/* Too late: the point was given up on (as vgem answers). */
+	if (seqno <= tl->expired_upto) {
+		ret = -ETIMEDOUT;
+		goto unlock;
+	}
 	list_for_each_entry(f, &tl->pending, link) {
 		if (f->base.seqno > seqno)
 			break;
@@ -192,8 +201,34 @@ unlock:
 	return ret;
 }
 
-/* A referenced fence for point @seqno of @tl, or ERR_PTR(). May sleep. */
-static struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno)
+/*
+ * Give a point about to be seen outside the file its deadline, and make
+ * sure the expiry work runs by then. Deadlines of a timeline are handed
+ * out in time order with one bound, so an armed work is never late for a
+ * newer one. Called with @tl->lock held.
+ */
+static void tio_fence_expose_locked(struct tio_timeline *tl, struct tio_fence *f)
+{
+	unsigned long delay = msecs_to_jiffies(tl->timeout_ms);
+
+	lockdep_assert_held(&tl->lock);
+	if (f->visible || tl->dead)
+		return;
+	f->visible = true;
+	f->deadline = jiffies + delay;
+	if (tl->expire_armed)
+		return;
+	tl->expire_armed = true;
+	kref_get(&tl->ref);	/* the work's, dropped when it stops */
+	queue_delayed_work(system_wq, &tl->expire, delay);
+}
+
+/*
+ * A referenced fence for point @seqno of @tl, or ERR_PTR(); @expose bounds
+ * a pending point (tio_fence_expose_locked()). May sleep.
+ */
+static struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno,
+					    bool expose)
 {
 	struct dma_fence *fence = NULL;
 	struct tio_fence *f;
@@ -207,6 +242,8 @@ static struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno)
 		list_for_each_entry_reverse(f, &tl->pending, link) {
 			if (f->base.seqno == seqno) {
 				fence = dma_fence_get(&f->base);
+				if (expose)
+					tio_fence_expose_locked(tl, f);
 				break;
 			}
 		}
@@ -232,6 +269,78 @@ static struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno)
 }
 
 /*
+ * Expire every point up to the last visible one whose deadline passed:
+ * each signals with -ETIMEDOUT (in order, so earlier points go too).
+ * Return: the points expired. Called with @tl->lock held.
+ */
+static u64 tio_timeline_expire_locked(struct tio_timeline *tl,
+				      struct list_head *retired, u64 *upto,
+				      unsigned long *next)
+{
+	unsigned long now = jiffies;
+	struct tio_fence *f;
+	u64 n = 0;
+
+	*upto = 0;
+	*next = 0;
+	list_for_each_entry(f, &tl->pending, link) {
+		if (!f->visible)
+			continue;
+		if (time_after_eq(now, f->deadline))
+			*upto = f->base.seqno;
+		else if (!*next)
+			*next = f->deadline;	/* the earliest: handed out in order */
+	}
+	if (!*upto)
+		return 0;
+	list_for_each_entry(f, &tl->pending, link) {
+		if (f->base.seqno > *upto)
+			break;
+		if (f->ready)
+			continue;
+		f->ready = true;
+		f->status = -ETIMEDOUT;
+		n++;
+	}
+	tl->expired_upto = *upto;
+	tl->nr_expired += n;
+	tio_timeline_advance(tl, retired);
+	return n;
+}
+
+/* The expiry work: see tio_fence_expose_locked(). */
+static void tio_timeline_expire(struct work_struct *work)
+{
+	struct tio_timeline *tl = container_of(to_delayed_work(work),
+					       struct tio_timeline, expire);
+	unsigned long flags, next = 0;
+	bool again = false;
+	LIST_HEAD(retired);
+	u64 n = 0, upto = 0;
+
+	spin_lock_irqsave(&tl->lock, flags);
+	tl->expire_armed = false;
+	if (!tl->dead) {
+		n = tio_timeline_expire_locked(tl, &retired, &upto, &next);
+		if (next) {
+			/* Keeps the reference this run had. */
+			tl->expire_armed = true;
+			again = true;
+			queue_delayed_work(system_wq, &tl->expire,
+					   time_after(next, jiffies) ? next - jiffies : 0);
+		}
+	}
+	spin_unlock_irqrestore(&tl->lock, flags);
+	tio_fence_put_list(&retired);
+	if (n) {
+		atomic64_add(n, &tio_fences_expired);
+		trace_tio_fence_expire(tl->context, upto, n, tl->timeout_ms);
+	}
+	if (!again)
+		tio_timeline_put(tl);
+}
+
+/*
  * The stream is gone: cancel every unsignalled point with -ECANCELED (a
  * point that already carries an error keeps it), publish the seqno word
  * and drop the list references. No other timeline user can run: the
@@ -248,6 +357,13 @@ static void tio_timeline_cancel(struct tio_timeline *tl)
 	tl->dead = true;
 	list_splice_init(&tl->pending, &pending);
 	spin_unlock_irqrestore(&tl->lock, flags);
+
+	/*
+	 * Nothing arms the expiry work once @dead is set; a run that sees
+	 * @dead drops its own reference, a queued one is ours to drop.
+	 */
+	if (cancel_delayed_work_sync(&tl->expire))
+		tio_timeline_put(tl);
 
 	/*
 	 * Unhook dependency callbacks outside our lock: a dependency may be a
@@ -308,16 +424,18 @@ static void tio_stream_show(struct tio_obj *obj, struct seq_file *m)
 {
 	struct tio_stream *s = container_of(obj, struct tio_stream, obj);
 	struct tio_timeline *tl = s->tl;
-	u64 context, emitted, signalled;
+	u64 context, emitted, signalled, expired;
 	unsigned long flags;
 
 	spin_lock_irqsave(&tl->lock, flags);
 	context = tl->context;
 	emitted = tl->emitted;
 	signalled = tl->signalled;
+	expired = tl->nr_expired;
 	spin_unlock_irqrestore(&tl->lock, flags);
-	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu timeout_ms=%u\n",
-		   context, emitted, signalled, emitted - signalled, tl->timeout_ms);
+	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu timeout_ms=%u expired=%llu\n",
+		   context, emitted, signalled, emitted - signalled, tl->timeout_ms,
+		   expired);
 }
 
 static const struct tio_obj_ops tio_stream_ops = {
@@ -343,6 +461,7 @@ static struct tio_timeline *tio_timeline_create(u32 timeout_ms)
 	spin_lock_init(&tl->lock);
 	tl->context = dma_fence_context_alloc(1);
 	tl->timeout_ms = timeout_ms;
+	INIT_DELAYED_WORK(&tl->expire, tio_timeline_expire);
 	INIT_LIST_HEAD(&tl->pending);
 	INIT_LIST_HEAD(&tl->errored);
 	snprintf(tl->name, sizeof(tl->name), "stream-%d", task_tgid_nr(current));
@@ -471,7 +590,34 @@ struct dma_fence *tio_stream_fence(struct tio_file *tf, u32 stream, u64 seqno)
 
 	if (IS_ERR(s))
 		return ERR_CAST(s);
-	fence = tio_timeline_fence(s->tl, seqno);
+	fence = tio_timeline_fence(s->tl, seqno, false);
+	tio_stream_put(s);
+	return fence;
+}
+
+/**
+ * tio_stream_fence_expose() - the fence of a point other drivers will see
+ * @tf: the file
+ * @stream: a stream handle of @tf
+ * @seqno: an emitted seqno of that stream
+ *
+ * As tio_stream_fence(), for FENCE_EXPORT and BUF_ATTACH_FENCE: a pending
+ * point gets its deadline (the stream's fence_timeout_ms from now, unless
+ * it had one), after which it and every earlier point signal with
+ * -ETIMEDOUT. No indefinite fence leaves the file
+ * (Documentation/driver-api/dma-buf.rst, "Indefinite DMA Fences").
+ *
+ * Return: as tio_stream_fence().
+ */
+struct dma_fence *tio_stream_fence_expose(struct tio_file *tf, u32 stream,
+					  u64 seqno)
+{
+	struct tio_stream *s = tio_stream_get(tf, stream);
+	struct dma_fence *fence;
+
+	if (IS_ERR(s))
+		return ERR_CAST(s);
+	fence = tio_timeline_fence(s->tl, seqno, true);
 	tio_stream_put(s);
 	return fence;
 }

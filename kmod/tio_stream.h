@@ -28,6 +28,7 @@
 #include <linux/list.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
+#include <linux/workqueue.h>
 
 #include "tio_priv.h"
 
@@ -44,6 +45,11 @@
  *	     waits on them report it (under lock)
  * @dead: the stream is gone; every point has been cancelled (under lock)
  * @timeout_ms: the bound on points seen outside the file (STREAM_CREATE)
+ * @expire: signals points whose deadline passed with -ETIMEDOUT; holds a
+ *	    timeline reference while @expire_armed
+ * @expire_armed: @expire is queued or about to requeue itself (under lock)
+ * @expired_upto: the last seqno that expired, 0 if none (under lock)
+ * @nr_expired: points that expired (under lock)
  * @page: the seqno page, mapped read-only by userspace
  * @word: the page's first __u64: @signalled, published before waking
  * @name: timeline name reported by the fences
@@ -59,6 +65,10 @@ struct tio_timeline {
 	struct list_head errored;
 	bool dead;
 	u32 timeout_ms;
+	struct delayed_work expire;
+	bool expire_armed;
+	u64 expired_upto;
+	u64 nr_expired;
 	struct page *page;
 	u64 *word;
 	char name[32];
@@ -73,6 +83,8 @@ struct tio_timeline {
  * @status: 0 or the error the point signals with, once @ready (under lock)
  * @ready: completed; signals once every earlier point has (under lock)
  * @imported: completes when @dep signals (FENCE_IMPORT)
+ * @visible: seen outside the file: expires at @deadline (under lock)
+ * @deadline: jiffies by which it must have signalled, once @visible
  * @dep: the imported fence, referenced until this fence is released
  * @cb: callback on @dep
  * @work: completes the point outside @dep's lock
@@ -84,6 +96,8 @@ struct tio_fence {
 	int status;
 	bool ready;
 	bool imported;
+	bool visible;
+	unsigned long deadline;
 	struct dma_fence *dep;
 	struct dma_fence_cb cb;
 	struct irq_work work;

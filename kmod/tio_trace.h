@@ -69,6 +69,23 @@ TRACE_EVENT(tio_fence_signal,
 		      __entry->status)
 );
 
+/* Points of a timeline expired: seen outside the file, never signalled. */
+TRACE_EVENT(tio_fence_expire,
+	    TP_PROTO(u64 context, u64 seqno, u64 count, u32 timeout_ms),
+	    TP_ARGS(context, seqno, count, timeout_ms),
+	    TP_STRUCT__entry(__field(u64, context)
+			     __field(u64, seqno)
+			     __field(u64, count)
+			     __field(u32, timeout_ms)),
+	    TP_fast_assign(__entry->context = context;
+			   __entry->seqno = seqno;
+			   __entry->count = count;
+			   __entry->timeout_ms = timeout_ms;),
+	    TP_printk("context=%llu seqno=%llu count=%llu timeout_ms=%u",
+		      __entry->context, __entry->seqno, __entry->count,
+		      __entry->timeout_ms)
+);
+
 #endif /* _TIO_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH
