@@ -265,11 +265,11 @@ static int tio_buffer_set_desc_from_user(struct tio_buffer *buf, u64 uptr)
  * tio_cmd_buf_alloc() - TIO_IOC_BUF_ALLOC: a buffer of zeroed kernel pages
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_alloc payload
- * @fdq: the call's fd queue
+ * @call: the call
  *
  * Return: 0 or a negative errno (see docs/uapi.md).
  */
-int tio_cmd_buf_alloc(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_buf_alloc(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_alloc *args = data;
 	struct tio_buffer *buf;
@@ -321,11 +321,11 @@ err_put:
  * tio_cmd_buf_pin_user() - TIO_IOC_BUF_PIN_USER: pin a page-aligned user range
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_pin payload
- * @fdq: the call's fd queue
+ * @call: the call
  *
  * Return: 0 or a negative errno; on error nothing stays pinned or charged.
  */
-int tio_cmd_buf_pin_user(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_buf_pin_user(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_pin *args = data;
 	unsigned int gup_flags = FOLL_LONGTERM;
@@ -389,11 +389,11 @@ err_put:
  * tio_cmd_buf_free() - TIO_IOC_BUF_FREE: drop a buffer's handle
  * @tf: the calling file
  * @data: kernel copy of the struct tio_handle_op payload
- * @fdq: the call's fd queue
+ * @call: the call
  *
  * Return: 0, -EINVAL or -ENOENT.
  */
-int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_handle_op *args = data;
 	struct tio_obj *obj;
@@ -411,11 +411,11 @@ int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_fdq *fdq)
  * tio_cmd_buf_info() - TIO_IOC_BUF_INFO: describe a buffer
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_info payload
- * @fdq: the call's fd queue
+ * @call: the call
  *
  * Return: 0, -EINVAL, -ENOENT or -EFAULT.
  */
-int tio_cmd_buf_info(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_buf_info(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_info *args = data;
 	struct tio_tensor_desc desc;
@@ -453,11 +453,11 @@ int tio_cmd_buf_info(struct tio_file *tf, void *data, struct tio_fdq *fdq)
  * tio_cmd_buf_set_desc() - TIO_IOC_BUF_SET_DESC: set or clear the tensor descriptor
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_desc payload
- * @fdq: the call's fd queue
+ * @call: the call
  *
  * Return: 0 or a negative errno; on error the old descriptor stays.
  */
-int tio_cmd_buf_set_desc(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_buf_set_desc(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_desc *args = data;
 	struct tio_tensor_desc desc;
@@ -492,11 +492,11 @@ out:
  * tio_cmd_buf_export() - TIO_IOC_BUF_EXPORT: a new fd of the buffer's dma-buf
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_export payload
- * @fdq: the call's fd queue
+ * @call: the call
  *
  * Return: 0 or a negative errno.
  */
-int tio_cmd_buf_export(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_buf_export(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_export *args = data;
 	struct tio_buffer *buf;
@@ -508,7 +508,7 @@ int tio_cmd_buf_export(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 	buf = tio_buffer_get(tf, args->handle);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
-	ret = tio_dmabuf_export(buf, args->flags, fdq);
+	ret = tio_dmabuf_export(buf, args->flags, call);
 	tio_buffer_put(buf);
 	if (ret < 0)
 		return ret;
@@ -520,11 +520,11 @@ int tio_cmd_buf_export(struct tio_file *tf, void *data, struct tio_fdq *fdq)
  * tio_cmd_buf_import() - TIO_IOC_BUF_IMPORT: a buffer for anyone's dma-buf
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_import payload
- * @fdq: the call's fd queue
+ * @call: the call
  *
  * Return: 0 or a negative errno.
  */
-int tio_cmd_buf_import(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_buf_import(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_import *args = data;
 	struct tio_buffer *buf;

@@ -77,7 +77,7 @@ void tio_buffer_free_struct(struct tio_buffer *buf);
 int tio_buffer_vma_setup(struct tio_buffer *buf, struct vm_area_struct *vma);
 
 /* tio_dmabuf.c */
-int tio_dmabuf_export(struct tio_buffer *buf, u32 flags, struct tio_fdq *fdq);
+int tio_dmabuf_export(struct tio_buffer *buf, u32 flags, struct tio_call *call);
 int tio_dmabuf_import(struct tio_buffer *buf, int fd);
 void tio_dmabuf_import_release(struct tio_buffer *buf);
 

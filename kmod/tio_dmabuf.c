@@ -233,12 +233,12 @@ out:
  * tio_dmabuf_export() - a new fd for the buffer's dma-buf
  * @buf: a referenced buffer
  * @flags: TIO_EXPORT_F_*
- * @fdq: the call's fd queue: the fd is installed once it reached userspace
+ * @call: the call: the fd is installed once it reached userspace
  *
  * Return: the reserved fd; -EACCES when TIO_EXPORT_F_RDWR asks for a read-only
  * buffer; -ENOMEM, -EMFILE or a dma_buf_export() error.
  */
-int tio_dmabuf_export(struct tio_buffer *buf, u32 flags, struct tio_fdq *fdq)
+int tio_dmabuf_export(struct tio_buffer *buf, u32 flags, struct tio_call *call)
 {
 	struct dma_buf *dmabuf;
 	int fd;
@@ -255,7 +255,7 @@ int tio_dmabuf_export(struct tio_buffer *buf, u32 flags, struct tio_fdq *fdq)
 			return PTR_ERR(dmabuf);
 	}
 	/* The dma-buf's reference is its file's: the queue takes it. */
-	fd = tio_fd_reserve(fdq, dmabuf->file, flags & TIO_EXPORT_F_CLOEXEC);
+	fd = tio_fd_reserve(call, dmabuf->file, flags & TIO_EXPORT_F_CLOEXEC);
 	if (fd < 0)
 		dma_buf_put(dmabuf);
 	return fd;

@@ -3,10 +3,10 @@
  * New fds (dma-buf, sync_file) are installed only once the command's
  * result has reached userspace: a handler reserves a number with
  * get_unused_fd_flags() and queues it with its file in the caller's
- * struct tio_fdq; the submission form installs the queue after it wrote
+ * struct tio_call; the submission form installs the queue after it wrote
  * the payload back, or gives every number and file back when it could not
  * (the fd never existed for userspace, so nothing leaks into its table).
- * A queue belongs to one call on one thread and needs no lock.
+ * A call runs on one thread: its queue needs no lock.
  */
 #include <linux/fcntl.h>
 #include <linux/file.h>
@@ -15,20 +15,22 @@
 #include "tio_priv.h"
 
 /**
- * tio_fdq_init() - an empty queue
- * @q: the queue, on the caller's stack
+ * tio_call_init() - a new call, with an empty fd queue
+ * @q: the call, on the caller's stack
+ * @nonblock: see struct tio_call
  */
-void tio_fdq_init(struct tio_fdq *q)
+void tio_call_init(struct tio_call *q, bool nonblock)
 {
+	q->nonblock = nonblock;
 	q->n = 0;
 	q->cap = 1;
 	q->ent = &q->one;
 }
 
 /* Room for one more entry: the first comes inline, SUBMIT doubles. */
-static int tio_fdq_grow(struct tio_fdq *q)
+static int tio_call_grow(struct tio_call *q)
 {
-	struct tio_fdq_ent *ent;
+	struct tio_call_fd *ent;
 	unsigned int cap;
 
 	if (q->n < q->cap)
@@ -46,7 +48,7 @@ static int tio_fdq_grow(struct tio_fdq *q)
 }
 
 /**
- * tio_fd_reserve() - reserve an fd for @file, installed by tio_fdq_install()
+ * tio_fd_reserve() - reserve an fd for @file, installed by tio_call_install_fds()
  * @q: the call's queue
  * @file: a referenced file; on success the queue owns the reference
  * @cloexec: open the fd with O_CLOEXEC
@@ -54,11 +56,11 @@ static int tio_fdq_grow(struct tio_fdq *q)
  * Return: the fd number, or -ENOMEM / -EMFILE with @file still the
  * caller's.
  */
-int tio_fd_reserve(struct tio_fdq *q, struct file *file, bool cloexec)
+int tio_fd_reserve(struct tio_call *q, struct file *file, bool cloexec)
 {
 	int fd, ret;
 
-	ret = tio_fdq_grow(q);
+	ret = tio_call_grow(q);
 	if (ret)
 		return ret;
 	fd = get_unused_fd_flags(cloexec ? O_CLOEXEC : 0);
@@ -70,35 +72,35 @@ int tio_fd_reserve(struct tio_fdq *q, struct file *file, bool cloexec)
 	return fd;
 }
 
-static void tio_fdq_free(struct tio_fdq *q)
+static void tio_call_free_fds(struct tio_call *q)
 {
 	if (q->ent != &q->one)
 		kvfree(q->ent);
-	tio_fdq_init(q);
+	tio_call_init(q, q->nonblock);
 }
 
 /**
- * tio_fdq_install() - install every reserved fd: their numbers reached
+ * tio_call_install_fds() - install every reserved fd: their numbers reached
  * userspace
  * @q: the queue, empty on return
  */
-void tio_fdq_install(struct tio_fdq *q)
+void tio_call_install_fds(struct tio_call *q)
 {
 	unsigned int i;
 
 	for (i = 0; i < q->n; i++)
 		fd_install(q->ent[i].fd, q->ent[i].file);
-	tio_fdq_free(q);
+	tio_call_free_fds(q);
 }
 
 /**
- * tio_fdq_abort() - give back every reserved fd and drop its file
+ * tio_call_abort_fds() - give back every reserved fd and drop its file
  * @q: the queue, empty on return
  *
  * For a result that could not be written back: userspace never learnt
  * the numbers, so they must not appear in its table.
  */
-void tio_fdq_abort(struct tio_fdq *q)
+void tio_call_abort_fds(struct tio_call *q)
 {
 	unsigned int i;
 
@@ -106,5 +108,5 @@ void tio_fdq_abort(struct tio_fdq *q)
 		put_unused_fd(q->ent[i].fd);
 		fput(q->ent[i].file);
 	}
-	tio_fdq_free(q);
+	tio_call_free_fds(q);
 }

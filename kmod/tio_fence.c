@@ -173,7 +173,7 @@ int tio_fence_wait(struct dma_fence *fence, u32 flags, s64 timeout_ns)
 	return ret ? 0 : -ETIME;
 }
 
-int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_fence_export *args = data;
 	struct dma_fence *fence;
@@ -189,7 +189,7 @@ int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 	dma_fence_put(fence);
 	if (!sf)
 		return -ENOMEM;
-	fd = tio_fd_reserve(fdq, sf->file, args->flags & TIO_EXPORT_F_CLOEXEC);
+	fd = tio_fd_reserve(call, sf->file, args->flags & TIO_EXPORT_F_CLOEXEC);
 	if (fd < 0) {
 		fput(sf->file);
 		return fd;
@@ -198,7 +198,7 @@ int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 	return 0;
 }
 
-int tio_cmd_fence_import(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_fence_import(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_fence_import *args = data;
 	struct dma_fence *dep;
@@ -220,7 +220,7 @@ int tio_cmd_fence_import(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 	return tio_stream_import(tf, args->stream, dep, &args->seqno);
 }
 
-int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_attach *args = data;
 	enum dma_resv_usage usage;
@@ -282,7 +282,7 @@ static int tio_resv_status(struct dma_resv *resv, enum dma_resv_usage usage,
 	return 0;
 }
 
-int tio_cmd_buf_wait(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_buf_wait(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_wait *args = data;
 	enum dma_resv_usage usage;

@@ -19,22 +19,42 @@
 #include "tio_priv.h"
 #include "tio_trace.h"
 
+/*
+ * What a handler may do to the thread that issues it, for io_uring's
+ * IO_URING_F_NONBLOCK issue, where nothing may sleep for long:
+ * @TIO_NB_INLINE: GFP_KERNEL allocations and short locks (a buffer's
+ *	mutex, a dma_resv lock, the file table), as io_uring's own issue
+ *	paths allow: no waiting for I/O or for other parties; runs inline.
+ *	BUF_ALLOC is CPU work (allocate and zero, bounded by max_buf_size,
+ *	fatal signals checked).
+ * @TIO_NB_PUNT: may wait for I/O or another driver (faulting user pages
+ *	in, an exporter's attach and map): -EAGAIN, so that io_uring retries
+ *	it from io-wq.
+ * @TIO_NB_WAIT: waits for fences for up to its timeout (counted in
+ *	nr_waits): a uring command parks (tio_uring.c), a SUBMIT record
+ *	with a non-zero timeout makes its SUBMIT punt.
+ */
+enum tio_nb {
+	TIO_NB_INLINE,
+	TIO_NB_PUNT,
+	TIO_NB_WAIT,
+};
+
 /**
  * struct tio_op - one command
  * @cmd: its ioctl number; _IOC_NR(@cmd) indexes the table
- * @fn: the handler, on a kernel copy of the payload, with the call's
- *	queue for new fds
+ * @fn: the handler, on a kernel copy of the payload, for a call
  * @name: for debugfs
- * @wait: the handler may block waiting for fences (counted in nr_waits)
+ * @nb: enum tio_nb
  */
 struct tio_op {
 	unsigned int cmd;
-	int (*fn)(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+	int (*fn)(struct tio_file *tf, void *data, struct tio_call *call);
 	const char *name;
-	bool wait;
+	u8 nb;
 };
 
-static int tio_cmd_info(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+static int tio_cmd_info(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_info *info = data;
 
@@ -58,33 +78,33 @@ static int tio_cmd_info(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 	return 0;
 }
 
-static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call);
 
-#define TIO_OP(_name, _fn, _wait)					\
+#define TIO_OP(_name, _fn, _nb)					\
 	[_IOC_NR(TIO_IOC_##_name)] = {					\
 		.cmd = TIO_IOC_##_name, .fn = _fn, .name = #_name,	\
-		.wait = _wait,						\
+		.nb = TIO_NB_##_nb,					\
 	}
 
 static const struct tio_op tio_ops[] = {
-	TIO_OP(INFO, tio_cmd_info, false),
-	TIO_OP(BUF_ALLOC, tio_cmd_buf_alloc, false),
-	TIO_OP(BUF_PIN_USER, tio_cmd_buf_pin_user, false),
-	TIO_OP(BUF_FREE, tio_cmd_buf_free, false),
-	TIO_OP(BUF_INFO, tio_cmd_buf_info, false),
-	TIO_OP(BUF_SET_DESC, tio_cmd_buf_set_desc, false),
-	TIO_OP(BUF_EXPORT, tio_cmd_buf_export, false),
-	TIO_OP(BUF_IMPORT, tio_cmd_buf_import, false),
-	TIO_OP(BUF_ATTACH_FENCE, tio_cmd_buf_attach_fence, false),
-	TIO_OP(BUF_WAIT, tio_cmd_buf_wait, true),
-	TIO_OP(STREAM_CREATE, tio_cmd_stream_create, false),
-	TIO_OP(STREAM_DESTROY, tio_cmd_stream_destroy, false),
-	TIO_OP(FENCE_EMIT, tio_cmd_fence_emit, false),
-	TIO_OP(FENCE_SIGNAL, tio_cmd_fence_signal, false),
-	TIO_OP(FENCE_WAIT, tio_cmd_fence_wait, true),
-	TIO_OP(FENCE_EXPORT, tio_cmd_fence_export, false),
-	TIO_OP(FENCE_IMPORT, tio_cmd_fence_import, false),
-	TIO_OP(SUBMIT, tio_cmd_submit, false),
+	TIO_OP(INFO, tio_cmd_info, INLINE),
+	TIO_OP(BUF_ALLOC, tio_cmd_buf_alloc, INLINE),
+	TIO_OP(BUF_PIN_USER, tio_cmd_buf_pin_user, PUNT),
+	TIO_OP(BUF_FREE, tio_cmd_buf_free, INLINE),
+	TIO_OP(BUF_INFO, tio_cmd_buf_info, INLINE),
+	TIO_OP(BUF_SET_DESC, tio_cmd_buf_set_desc, INLINE),
+	TIO_OP(BUF_EXPORT, tio_cmd_buf_export, INLINE),
+	TIO_OP(BUF_IMPORT, tio_cmd_buf_import, PUNT),
+	TIO_OP(BUF_ATTACH_FENCE, tio_cmd_buf_attach_fence, INLINE),
+	TIO_OP(BUF_WAIT, tio_cmd_buf_wait, WAIT),
+	TIO_OP(STREAM_CREATE, tio_cmd_stream_create, INLINE),
+	TIO_OP(STREAM_DESTROY, tio_cmd_stream_destroy, INLINE),
+	TIO_OP(FENCE_EMIT, tio_cmd_fence_emit, INLINE),
+	TIO_OP(FENCE_SIGNAL, tio_cmd_fence_signal, INLINE),
+	TIO_OP(FENCE_WAIT, tio_cmd_fence_wait, WAIT),
+	TIO_OP(FENCE_EXPORT, tio_cmd_fence_export, INLINE),
+	TIO_OP(FENCE_IMPORT, tio_cmd_fence_import, INLINE),
+	TIO_OP(SUBMIT, tio_cmd_submit, INLINE),
 };
 
 #define TIO_NR_OPS	ARRAY_SIZE(tio_ops)
@@ -182,7 +202,7 @@ static inline unsigned int tio_op_dir(const struct tio_op *op, unsigned int cmd)
  */
 static __always_inline int tio_dispatch(struct tio_file *tf,
 					const struct tio_op *op, void *data,
-					struct tio_fdq *fdq)
+					struct tio_call *call)
 {
 	unsigned int nr = _IOC_NR(op->cmd);
 	u64 t0 = 0;
@@ -191,12 +211,12 @@ static __always_inline int tio_dispatch(struct tio_file *tf,
 	trace_tio_cmd_enter(tf, nr);
 	if (static_branch_unlikely(&tio_stats_timing))
 		t0 = ktime_get_ns();
-	if (unlikely(op->wait)) {
+	if (unlikely(op->nb == TIO_NB_WAIT)) {
 		atomic_inc(&tf->nr_waits);
-		ret = op->fn(tf, data, fdq);
+		ret = op->fn(tf, data, call);
 		atomic_dec(&tf->nr_waits);
 	} else {
-		ret = op->fn(tf, data, fdq);
+		ret = op->fn(tf, data, call);
 	}
 	tio_stat_update(nr, ret, t0);
 	trace_tio_cmd_exit(tf, nr, ret);
@@ -233,9 +253,28 @@ static int tio_record_size(const struct tio_cmd *rec, unsigned int usize,
 	return 0;
 }
 
+/*
+ * Would a record sleep for long (enum tio_nb)? Records that will fail
+ * their checks do not count; a wait's timeout is read where the kernel's
+ * structure has it (zero past a shorter caller's, by the record rules).
+ */
+static bool tio_record_may_block(const struct tio_cmd *rec)
+{
+	const struct tio_op *op = tio_op_lookup(rec->op);
+	const void *p = rec->payload.bytes;
+
+	if (!op || op->nb == TIO_NB_INLINE)
+		return false;
+	if (op->nb == TIO_NB_PUNT)
+		return true;
+	if (op->cmd == TIO_IOC_FENCE_WAIT)
+		return ((const struct tio_fence_wait *)p)->timeout_ns != 0;
+	return ((const struct tio_buf_wait *)p)->timeout_ns != 0;
+}
+
 /* One record of a SUBMIT vector; @buf is scratch for the payload. */
 static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec,
-			  struct tio_payload *buf, struct tio_fdq *fdq)
+			  struct tio_payload *buf, struct tio_call *call)
 {
 	struct tio_payload *payload = (struct tio_payload *)rec->payload.bytes;
 	unsigned int usize, ksize, dir;
@@ -265,7 +304,7 @@ static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec,
 		*buf = *payload;
 	else
 		memset(buf, 0, sizeof(*buf));
-	ret = tio_dispatch(tf, op, buf, fdq);
+	ret = tio_dispatch(tf, op, buf, call);
 	if (ret < 0 || !(dir & _IOC_READ))
 		return ret;
 	if (likely(usize >= ksize))
@@ -280,10 +319,11 @@ static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec,
  * order, one copy of the processed records out. Nothing is allocated per
  * record. Return: the number of records that failed (0: all processed
  * records succeeded), or a negative errno when the vector itself was
- * refused (nothing ran) or could not be written back (records ran; the
- * fds they exported are given back, see tio_fd.c).
+ * refused (nothing ran; -EAGAIN for a non-blocking issue of a vector with
+ * a record that may sleep for long) or could not be written back (records
+ * ran; the fds they exported are given back, see tio_fd.c).
  */
-static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_submit *s = data;
 	struct tio_cmd __user *ucmds = u64_to_user_ptr(s->cmds_ptr);
@@ -305,10 +345,19 @@ static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 		ret = -EFAULT;
 		goto out;
 	}
+	/* Nothing ran yet: io-wq can take the whole vector. */
+	if (call->nonblock) {
+		for (i = 0; i < s->count; i++) {
+			if (tio_record_may_block(&cmds[i])) {
+				ret = -EAGAIN;
+				goto out;
+			}
+		}
+	}
 	for (i = 0; i < s->count;) {
 		struct tio_cmd *rec = &cmds[i++];
 
-		rec->result = tio_submit_one(tf, rec, &buf, fdq);
+		rec->result = tio_user_errno(tio_submit_one(tf, rec, &buf, call));
 		if (unlikely(rec->result < 0)) {
 			failed++;
 			if (!cont)
@@ -363,6 +412,8 @@ static int tio_payload_out(const struct tio_op *op, unsigned int cmd,
  * @tf: the file
  * @cmd: a TIO_IOC_* number, of any size the structure ever had
  * @uptr: the payload
+ * @nonblock: io_uring's IO_URING_F_NONBLOCK issue: a command that may
+ *	      sleep for long is not run (enum tio_nb)
  *
  * The ioctl() form, also used by io_uring commands that complete inline.
  * The payload is written back when the command succeeded and both the
@@ -371,29 +422,33 @@ static int tio_payload_out(const struct tio_op *op, unsigned int cmd,
  *
  * Return: the handler's result; -ENOTTY for an unknown command, -EFAULT
  * when the payload cannot be copied, -E2BIG for a longer structure with
- * non-zero bytes past the kernel's.
+ * non-zero bytes past the kernel's, -EAGAIN for a command @nonblock
+ * leaves to io-wq.
  */
-long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr)
+long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
+		  bool nonblock)
 {
 	struct tio_payload buf;
 	const struct tio_op *op;
-	struct tio_fdq fdq;
+	struct tio_call call;
 	int ret;
 
 	op = tio_op_lookup(cmd);
 	if (!op)
 		return -ENOTTY;
+	if (nonblock && op->nb != TIO_NB_INLINE)
+		return -EAGAIN;
 	ret = tio_payload_in(op, cmd, &buf, uptr);
 	if (ret)
 		return ret;
-	tio_fdq_init(&fdq);
-	ret = tio_dispatch(tf, op, &buf, &fdq);
+	tio_call_init(&call, nonblock);
+	ret = tio_dispatch(tf, op, &buf, &call);
 	if (ret >= 0 && tio_payload_out(op, cmd, uptr, &buf))
 		ret = -EFAULT;
 	if (ret >= 0)
-		tio_fdq_install(&fdq);
+		tio_call_install_fds(&call);
 	else
-		tio_fdq_abort(&fdq);
+		tio_call_abort_fds(&call);
 	return ret;
 }
 
@@ -470,7 +525,7 @@ int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data)
  */
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	return tio_cmd_user(file->private_data, cmd, (void __user *)arg);
+	return tio_cmd_user(file->private_data, cmd, (void __user *)arg, false);
 }
 
 /**

@@ -13,6 +13,7 @@
 #define _TIO_PRIV_H
 
 #include <linux/atomic.h>
+#include <linux/errno.h>
 #include <linux/fs.h>
 #include <linux/jump_label.h>
 #include <linux/kref.h>
@@ -148,7 +149,8 @@ extern atomic64_t tio_fences_expired;
 
 /* tio_ioctl.c */
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
-long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr);
+long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
+		  bool nonblock);
 int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data);
 unsigned int tio_cmd_kernel(unsigned int cmd);
 int tio_cmd_copy_in(unsigned int cmd, void *kbuf, const void __user *uptr);
@@ -157,6 +159,23 @@ void tio_cmd_account(unsigned int cmd, int ret, u64 ns);
 int tio_cmd_stats_show(struct seq_file *m, void *unused);
 void tio_cmd_stats_reset(void);
 extern struct static_key_false tio_stats_timing;
+
+/*
+ * A result that reaches userspace other than as a syscall's return (a
+ * SUBMIT record, a CQE) cannot be restarted: the kernel-internal restart
+ * errnos become -EINTR there.
+ */
+static inline int tio_user_errno(int ret)
+{
+	switch (ret) {
+	case -ERESTARTSYS:
+	case -ERESTARTNOINTR:
+	case -ERESTARTNOHAND:
+	case -ERESTART_RESTARTBLOCK:
+		return -EINTR;
+	}
+	return ret;
+}
 
 /* tio_uring.c */
 struct io_uring_cmd;
@@ -173,47 +192,50 @@ void tio_debugfs_file_add(struct tio_file *tf);
 void tio_debugfs_file_del(struct tio_file *tf);
 
 /**
- * struct tio_fdq - fds reserved by one call, installed once its result
- * reached userspace (tio_fd.c)
- * @n: entries used
+ * struct tio_call - the state of one call (one ioctl or uring command,
+ * with every record of a SUBMIT), on the caller's stack
+ * @nonblock: issued by io_uring with IO_URING_F_NONBLOCK: nothing may
+ *	      sleep for long; SUBMIT answers -EAGAIN (tio_ioctl.c)
+ * @n: fds reserved, installed once the result reached userspace (tio_fd.c)
  * @cap: entries allocated
  * @ent: the entries, @one or an array
  * @one: the first entry, inline
  */
-struct tio_fdq {
+struct tio_call {
+	bool nonblock;
 	unsigned int n;
 	unsigned int cap;
-	struct tio_fdq_ent {
+	struct tio_call_fd {
 		int fd;
 		struct file *file;
 	} *ent, one;
 };
 
 /* tio_fd.c */
-void tio_fdq_init(struct tio_fdq *q);
-int tio_fd_reserve(struct tio_fdq *q, struct file *file, bool cloexec);
-void tio_fdq_install(struct tio_fdq *q);
-void tio_fdq_abort(struct tio_fdq *q);
+void tio_call_init(struct tio_call *q, bool nonblock);
+int tio_fd_reserve(struct tio_call *q, struct file *file, bool cloexec);
+void tio_call_install_fds(struct tio_call *q);
+void tio_call_abort_fds(struct tio_call *q);
 
 /*
- * Command handlers: @data is the kernel copy of the payload, @fdq the
- * call's queue for new fds (tio_fd_reserve()).
+ * Command handlers: @data is the kernel copy of the payload, @call the
+ * call (new fds go through tio_fd_reserve()).
  */
-int tio_cmd_buf_alloc(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_buf_pin_user(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_buf_info(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_buf_set_desc(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_buf_export(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_buf_import(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_buf_wait(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_stream_destroy(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_fence_emit(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_fence_signal(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_fence_wait(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_fdq *fdq);
-int tio_cmd_fence_import(struct tio_file *tf, void *data, struct tio_fdq *fdq);
+int tio_cmd_buf_alloc(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_pin_user(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_info(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_set_desc(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_export(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_import(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_wait(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_stream_destroy(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_emit(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_signal(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_wait(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_import(struct tio_file *tf, void *data, struct tio_call *call);
 
 #endif /* _TIO_PRIV_H */

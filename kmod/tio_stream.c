@@ -468,7 +468,7 @@ static struct tio_timeline *tio_timeline_create(u32 timeout_ms)
 	return tl;
 }
 
-int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_stream_create *args = data;
 	u32 bound = READ_ONCE(tio_fence_timeout_ms);
@@ -502,7 +502,7 @@ err_free:
 	return ret;
 }
 
-int tio_cmd_stream_destroy(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_stream_destroy(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_handle_op *args = data;
 	struct tio_obj *obj;
@@ -517,7 +517,7 @@ int tio_cmd_stream_destroy(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 	return 0;
 }
 
-int tio_cmd_fence_emit(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_fence_emit(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_fence_emit *args = data;
 	struct tio_stream *s;
@@ -533,7 +533,7 @@ int tio_cmd_fence_emit(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 	return ret;
 }
 
-int tio_cmd_fence_signal(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_fence_signal(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_fence_signal *args = data;
 	struct tio_stream *s;
@@ -551,7 +551,7 @@ int tio_cmd_fence_signal(struct tio_file *tf, void *data, struct tio_fdq *fdq)
 	return ret;
 }
 
-int tio_cmd_fence_wait(struct tio_file *tf, void *data, struct tio_fdq *fdq)
+int tio_cmd_fence_wait(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_fence_wait *args = data;
 	struct dma_fence *fence;

@@ -318,12 +318,15 @@ int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	switch (tio_cmd_kernel(ioucmd->cmd_op)) {
 	case TIO_IOC_FENCE_WAIT:
 	case TIO_IOC_BUF_WAIT:
-		return tio_uring_wait(ioucmd, tf, ioucmd->cmd_op, uptr,
-				      issue_flags);
+		ret = tio_uring_wait(ioucmd, tf, ioucmd->cmd_op, uptr,
+				     issue_flags);
+		break;
 	default:
-		ret = tio_cmd_user(tf, ioucmd->cmd_op, uptr);
+		ret = tio_cmd_user(tf, ioucmd->cmd_op, uptr,
+				   issue_flags & IO_URING_F_NONBLOCK);
 		break;
 	}
+	ret = tio_user_errno(ret);
 	/*
 	 * A positive result (SUBMIT's failed-record count) is posted here:
 	 * 6.1's io_uring_cmd() returns it to its caller, and io-wq
