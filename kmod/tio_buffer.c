@@ -219,8 +219,17 @@ static int tio_buffer_npages(u64 size, unsigned long *npages)
 	return 0;
 }
 
-/* Charge @npages to the opener's mm; the buffer keeps the mm referenced. */
-static int tio_buffer_charge(struct tio_buffer *buf, struct tio_file *tf,
+/**
+ * tio_buffer_charge() - charge pages a buffer keeps resident
+ * @buf: the buffer, not yet charged
+ * @tf: the file, whose opener's mm pays
+ * @npages: pages
+ *
+ * The buffer keeps the mm referenced; its release returns the charge.
+ *
+ * Return: 0, -ENOMEM or -EPERM (tio_memlock_charge()).
+ */
+int tio_buffer_charge(struct tio_buffer *buf, struct tio_file *tf,
 			     unsigned long npages)
 {
 	int ret;
@@ -535,7 +544,7 @@ int tio_cmd_buf_import(struct tio_file *tf, void *data, struct tio_call *call)
 	buf = tio_buffer_alloc_struct(TIO_BUF_KIND_IMPORT);
 	if (!buf)
 		return -ENOMEM;
-	ret = tio_dmabuf_import(buf, args->fd);
+	ret = tio_dmabuf_import(buf, tf, args->fd);
 	if (ret)
 		goto err_put;
 	ret = tio_buffer_publish(tf, buf, &args->handle, &args->mmap_offset);

@@ -269,16 +269,24 @@ static enum dma_data_direction tio_import_dir(struct tio_buffer *buf)
 /**
  * tio_dmabuf_import() - attach and map a dma-buf for an IMPORT buffer
  * @buf: a new buffer of kind TIO_BUF_KIND_IMPORT
+ * @tf: the importing file
  * @fd: the dma-buf fd
  *
  * A dma-buf opened read-only is mapped DMA_TO_DEVICE and only mapped
  * read-only; a tensorio dma-buf brings its tensor descriptor along.
  *
+ * The mapping keeps the exporter's pages pinned for as long as the buffer
+ * lives (a static attachment), so the importer pays for them like for
+ * BUF_ALLOC, before they are mapped: its memlock and max_pinned are
+ * charged with the dma-buf's size. A tensorio dma-buf is not charged
+ * again: its exporter already pays for those very pages.
+ *
  * Return: 0; -EBADF for a bad fd; -EINVAL for an fd that is not a
- * dma-buf; an attach or map error of the exporter. On error @buf is
- * left as it came.
+ * dma-buf; -ENOMEM or -EPERM over the memlock limits; an attach or map
+ * error of the exporter. On error @buf holds at most the charge, which
+ * its release returns.
  */
-int tio_dmabuf_import(struct tio_buffer *buf, int fd)
+int tio_dmabuf_import(struct tio_buffer *buf, struct tio_file *tf, int fd)
 {
 	struct dma_buf_attachment *attach;
 	struct dma_buf *dmabuf;
@@ -288,6 +296,11 @@ int tio_dmabuf_import(struct tio_buffer *buf, int fd)
 	dmabuf = dma_buf_get(fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
+	if (dmabuf->ops != &tio_dmabuf_ops) {
+		ret = tio_buffer_charge(buf, tf, PAGE_ALIGN(dmabuf->size) >> PAGE_SHIFT);
+		if (ret)
+			goto err_put;
+	}
 	buf->readonly = !(dmabuf->file->f_mode & FMODE_WRITE);
 	attach = dma_buf_attach(dmabuf, tio_device);
 	if (IS_ERR(attach)) {
