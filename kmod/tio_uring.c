@@ -19,12 +19,20 @@
  * fence callback or the timer, which run in atomic context and touch
  * nothing but @claimed and @result.
  *
- * Without io_uring cancellation (6.1), an issuer can exit without any
- * descriptor of the file being closed (an SQPOLL thread shares the file
- * table it keeps alive; a registered file needs no descriptor): a
- * per-file monitor then looks, every TIO_MONITOR_PERIOD while waits are
- * parked, for issuers whose thread group is exiting or exec'ing, and
- * cancels their waits.
+ * Without io_uring cancellation (6.1, which lacks IO_URING_F_CANCEL and
+ * io_uring_cmd_mark_cancelable(), added in 6.7), nothing tells a uring
+ * command that its issuer exits without closing a descriptor of the file
+ * (an SQPOLL thread shares the file table it keeps alive; a registered
+ * file needs no descriptor) or that its ring is torn down while the
+ * process and the file live: io_uring's exit work then waits, and after
+ * five minutes warns, for requests it cannot cancel. 6.1 has no hook for
+ * either event that a driver can use (task exit reaches a file only
+ * through ->flush of a descriptor; ring teardown calls no file operation
+ * for a parked uring_cmd), so a per-file monitor looks, every
+ * TIO_MONITOR_PERIOD and only while waits are parked, for waits whose
+ * submitting task (the request's, not an io-wq worker's) is exiting or
+ * exec'ing or whose ring is dying, and cancels them. Kernels with
+ * cancelable commands never arm it.
  *
  * Lifetime: a wait holds two references, one for the issue path (it may
  * still be arming the timer when the wait completes elsewhere) and one
@@ -67,7 +75,7 @@ union tio_wait_payload {
  * @fence: the fence waited for (referenced)
  * @uptr: the payload in user memory
  * @owner: the issuer's file table, matched by ->flush
- * @task: the issuer (referenced), watched by the monitor
+ * @task: the submitting task (referenced), watched by the monitor
  * @ref: see the file comment
  * @claimed: set once by whoever completes the wait
  * @result: the command's result, written by the claimer
@@ -222,7 +230,7 @@ static int tio_uwait_park(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 	w->fence = fence;
 	w->uptr = uptr;
 	w->owner = current->files;
-	w->task = get_task_struct(current);
+	w->task = get_task_struct(tio_uring_cmd_task(ioucmd));
 	refcount_set(&w->ref, 2);
 	w->cmd = cmd;
 	w->p = *p;
@@ -377,7 +385,7 @@ static bool tio_issuer_gone(struct task_struct *task)
 	       READ_ONCE(sig->group_exec_task);
 }
 
-/* Cancel the waits of issuers that are gone (see the file comment). */
+/* Cancel the waits of issuers and rings that are gone (file comment). */
 static void tio_uring_monitor(struct work_struct *work)
 {
 	struct tio_file *tf = container_of(to_delayed_work(work),
@@ -387,7 +395,8 @@ static void tio_uring_monitor(struct work_struct *work)
 
 	spin_lock(&tf->uring_lock);
 	list_for_each_entry(w, &tf->parked, node)
-		if (tio_issuer_gone(w->task))
+		if (tio_issuer_gone(w->task) ||
+		    tio_uring_cmd_ring_dying(w->ioucmd))
 			tio_uwait_complete(w, -ECANCELED);
 	again = !list_empty(&tf->parked);
 	spin_unlock(&tf->uring_lock);
