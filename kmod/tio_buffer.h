@@ -20,7 +20,6 @@
 
 #include <linux/dma-buf.h>
 #include <linux/dma-resv.h>
-#include <linux/iosys-map.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 
@@ -45,7 +44,6 @@
  * @desc: the tensor descriptor
  * @attach: IMPORT: our attachment to @dmabuf
  * @sgt: IMPORT: the mapped attachment
- * @vmap: IMPORT: kernel mapping, when the exporter allows one
  */
 struct tio_buffer {
 	struct tio_obj obj;
@@ -63,7 +61,6 @@ struct tio_buffer {
 	struct tio_tensor_desc desc;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
-	struct iosys_map vmap;
 };
 
 static inline struct tio_buffer *to_tio_buffer(struct tio_obj *obj)

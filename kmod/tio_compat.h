@@ -146,29 +146,6 @@ static inline void tio_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t fla
 #endif
 
 /*
- * Buffers (tio_buffer.c, tio_dmabuf.c). dma_buf_vmap() wants the dma_resv
- * lock held since 6.2, which added dma_buf_vmap_unlocked(); 6.1's takes
- * its own lock.
- */
-static inline int tio_dma_buf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
-{
-#ifdef TIO_HAVE_DMA_BUF_VMAP_UNLOCKED
-	return dma_buf_vmap_unlocked(dmabuf, map);
-#else
-	return dma_buf_vmap(dmabuf, map);
-#endif
-}
-
-static inline void tio_dma_buf_vunmap(struct dma_buf *dmabuf, struct iosys_map *map)
-{
-#ifdef TIO_HAVE_DMA_BUF_VMAP_UNLOCKED
-	dma_buf_vunmap_unlocked(dmabuf, map);
-#else
-	dma_buf_vunmap(dmabuf, map);
-#endif
-}
-
-/*
  * A reference on a file that is known not to be freed yet but whose count
  * may have dropped to zero: get_file_active() since 6.7, get_file_rcu()
  * (then a plain inc-not-zero) before. Return: true when referenced.

@@ -346,8 +346,6 @@ void tio_dmabuf_import_release(struct tio_buffer *buf)
 {
 	if (!buf->dmabuf)
 		return;
-	if (!iosys_map_is_null(&buf->vmap))
-		tio_dma_buf_vunmap(buf->dmabuf, &buf->vmap);
 	dma_buf_unmap_attachment_unlocked(buf->attach, buf->sgt,
 					  tio_import_dir(buf));
 	dma_buf_detach(buf->dmabuf, buf->attach);

@@ -54,7 +54,6 @@ static int tio_open(struct inode *inode, struct file *file)
 	if (!tf)
 		return -ENOMEM;
 	xa_init_flags(&tf->objs, XA_FLAGS_ALLOC1);
-	atomic64_set(&tf->pinned, 0);
 	tf->mm = current->mm;
 	mmgrab(tf->mm);
 	tio_uring_file_init(tf);

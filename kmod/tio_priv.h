@@ -74,7 +74,6 @@ struct tio_obj {
  * struct tio_file - one open file of /dev/tensorio
  * @objs: handle -> struct tio_obj *, allocating from 1
  * @mm: the opener's mm, for memlock accounting (reference via mmgrab)
- * @pinned: bytes this file has pinned
  * @uring_lock: protects @parked (tio_uring.c); taken in process context
  *		only (issue, task work, ->flush), never from a fence callback
  * @parked: asynchronous waits parked by io_uring commands
@@ -90,7 +89,6 @@ struct tio_obj {
 struct tio_file {
 	struct xarray objs;
 	struct mm_struct *mm;
-	atomic64_t pinned;
 	spinlock_t uring_lock;	/* protects @parked */
 	struct list_head parked;
 	atomic_t nr_parked;

@@ -141,7 +141,7 @@ TIO_URING_TW_CB(tio_uwait_tw)
 		    tio_cmd_copy_out(w->cmd, w->uptr, &w->p))
 			ret = -EFAULT;
 	}
-	trace_tio_fence_signal(tf, w->fence->context, w->fence->seqno, ret ?: status);
+	trace_tio_uring_wait_done(tf, w->fence->context, w->fence->seqno, ret ?: status);
 	tio_cmd_account(w->cmd, ret, 0);
 	tio_uring_cmd_done(ioucmd, ret, status, issue_flags);
 	tio_uwait_put(w);
@@ -244,7 +244,7 @@ static int tio_uwait_park(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 	atomic_inc(&tio_parked_total);
 	if (!TIO_URING_HAS_CANCEL)
 		schedule_delayed_work(&tf->uring_monitor, TIO_MONITOR_PERIOD);
-	trace_tio_fence_wait(tf, fence->context, fence->seqno, timeout);
+	trace_tio_uring_wait_park(tf, fence->context, fence->seqno, timeout);
 
 	if (dma_fence_add_callback(fence, &w->cb, tio_uwait_fence_cb))
 		tio_uwait_complete(w, 0);	/* signalled meanwhile */
