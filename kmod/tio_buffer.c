@@ -230,7 +230,7 @@ static int tio_buffer_npages(u64 size, unsigned long *npages)
  * Return: 0, -ENOMEM or -EPERM (tio_memlock_charge()).
  */
 int tio_buffer_charge(struct tio_buffer *buf, struct tio_file *tf,
-			     unsigned long npages)
+		      unsigned long npages)
 {
 	int ret;
 

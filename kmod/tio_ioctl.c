@@ -54,6 +54,14 @@ struct tio_op {
 	u8 nb;
 };
 
+/**
+ * tio_cmd_info() - TIO_IOC_INFO: driver version, features and limits
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_info payload
+ * @call: the call
+ *
+ * Return: 0, or -EINVAL for non-zero flags or pad.
+ */
 static int tio_cmd_info(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_info *info = data;
@@ -314,14 +322,20 @@ static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec,
 	return ret;
 }
 
-/*
- * TIO_IOC_SUBMIT: one copy of the whole vector in, the records run in
- * order, one copy of the processed records out. Nothing is allocated per
- * record. Return: the number of records that failed (0: all processed
- * records succeeded), or a negative errno when the vector itself was
- * refused (nothing ran; -EAGAIN for a non-blocking issue of a vector with
- * a record that may sleep for long) or could not be written back (records
- * ran; the fds they exported are given back, see tio_fd.c).
+/**
+ * tio_cmd_submit() - TIO_IOC_SUBMIT: run a vector of command records
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_submit payload
+ * @call: the call; the records' new fds join its queue
+ *
+ * One copy of the whole vector in, the records run in order, one copy of
+ * the processed records out. Nothing is allocated per record.
+ *
+ * Return: the number of records that failed (0: all processed records
+ * succeeded), or a negative errno when the vector itself was refused
+ * (nothing ran; -EAGAIN for a non-blocking issue of a vector with a record
+ * that may sleep for long) or could not be written back (records ran; the
+ * fds they exported are given back, see tio_fd.c).
  */
 static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call)
 {
