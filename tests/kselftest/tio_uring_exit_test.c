@@ -69,21 +69,21 @@ TEST_F_TIMEOUT(uexit, async_wait_outlives_its_worker, 90)
 {
 	struct tio_cmd rec = { .op = TIO_IOC_FENCE_WAIT };
 	struct tio_submit s = { .cmds_ptr = (uintptr_t)&rec, .count = 1 };
-	struct tio_fence_wait wa = { .stream = self->stream, .seqno = 1,
+	struct tio_fence_wait wa = { .stream = self->stream, .seqno = 2,
 				     .timeout_ns = -1 };
-	struct tio_fence_wait wb = { .stream = self->stream, .seqno = 2,
+	struct tio_fence_wait wb = { .stream = self->stream, .seqno = 1,
 				     .timeout_ns = -1 };
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
 
-	/* Worker 1 blocks in a SUBMIT waiting for point 1. */
+	/* Worker 1 blocks in a SUBMIT waiting for point 2. */
 	memcpy(rec.payload.bytes, &wa, sizeof(wa));
 	sqe = io_uring_get_sqe(&self->ring);
 	ASSERT_NE(NULL, sqe);
 	tio_prep_cmd(sqe, self->fd, false, TIO_IOC_SUBMIT, &s);
 	sqe->flags |= IOSQE_ASYNC;
 	sqe->user_data = 1;
-	/* Worker 2 issues a wait for point 2, which parks. */
+	/* Worker 2 issues a wait for point 1, which parks. */
 	sqe = io_uring_get_sqe(&self->ring);
 	ASSERT_NE(NULL, sqe);
 	tio_prep_cmd(sqe, self->fd, false, TIO_IOC_FENCE_WAIT, &wb);
@@ -98,12 +98,13 @@ TEST_F_TIMEOUT(uexit, async_wait_outlives_its_worker, 90)
 		TH_LOG("CQE %llu res %d before any point signalled",
 		       (unsigned long long)cqe->user_data, cqe->res);
 	}
-	ASSERT_EQ(0, signal_point(self->fd, self->stream, 2));
+	/* Point 1 alone (signalling 2 would signal 1 too). */
+	ASSERT_EQ(0, signal_point(self->fd, self->stream, 1));
 	ASSERT_EQ(0, io_uring_wait_cqe(&self->ring, &cqe));
 	EXPECT_EQ(2, cqe->user_data);
 	EXPECT_EQ(0, cqe->res);
 	io_uring_cqe_seen(&self->ring, cqe);
-	ASSERT_EQ(0, signal_point(self->fd, self->stream, 1));
+	ASSERT_EQ(0, signal_point(self->fd, self->stream, 2));
 	ASSERT_EQ(0, io_uring_wait_cqe(&self->ring, &cqe));
 	EXPECT_EQ(1, cqe->user_data);
 	EXPECT_EQ(0, cqe->res);
