@@ -130,6 +130,13 @@ struct dma_resv;
 struct seq_file;
 struct tio_buffer;
 
+/*
+ * The dma_resv usage TIO_RESV_F_WRITE selects: writers only, else readers
+ * and writers (DMA_RESV_USAGE_READ covers both).
+ */
+#define tio_resv_usage(flags) \
+	((flags) & TIO_RESV_F_WRITE ? DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ)
+
 /* tio_buffer.c */
 struct tio_buffer *tio_buffer_get(struct tio_file *tf, u32 handle);
 void tio_buffer_put(struct tio_buffer *buf);

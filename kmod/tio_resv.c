@@ -33,8 +33,7 @@ int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data, struct tio_call *c
 
 	if ((args->flags & ~TIO_RESV_F_WRITE) || args->pad)
 		return -EINVAL;
-	usage = args->flags & TIO_RESV_F_WRITE ? DMA_RESV_USAGE_WRITE :
-						 DMA_RESV_USAGE_READ;
+	usage = tio_resv_usage(args->flags);
 	buf = tio_buffer_get(tf, args->handle);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
@@ -103,9 +102,7 @@ int tio_cmd_buf_wait(struct tio_file *tf, void *data, struct tio_call *call)
 	if ((args->flags & ~(TIO_RESV_F_WRITE | TIO_WAIT_F_ABSOLUTE)) ||
 	    args->pad)
 		return -EINVAL;
-	/* READ usage covers readers and writers; WRITE only writers. */
-	usage = args->flags & TIO_RESV_F_WRITE ? DMA_RESV_USAGE_WRITE :
-						 DMA_RESV_USAGE_READ;
+	usage = tio_resv_usage(args->flags);
 	buf = tio_buffer_get(tf, args->handle);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);

@@ -174,8 +174,7 @@ static enum hrtimer_restart tio_uwait_timeout(struct hrtimer *timer)
 static struct dma_fence *tio_uwait_buf_fence(struct tio_file *tf,
 					     const struct tio_buf_wait *a)
 {
-	enum dma_resv_usage usage = a->flags & TIO_RESV_F_WRITE ?
-				    DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ;
+	enum dma_resv_usage usage = tio_resv_usage(a->flags);
 	struct dma_fence *fence = NULL;
 	struct tio_buffer *buf;
 	struct dma_resv *resv;

@@ -26,6 +26,7 @@
 
 #include "tio_uring_common.h"
 #include "kselftest_harness.h"
+#include "tio_vgem.h"
 
 #define BOUND_MS	100
 #define WAIT_MS		60000
@@ -178,30 +179,6 @@ TEST_F(deadline, attached_point_expires)
 	EXPECT_EQ(-ETIMEDOUT, sync_status(es.fd));
 	close(es.fd);
 	close(e.fd);
-}
-
-static int open_vgem(void)
-{
-	char path[64];
-	int i, fd;
-
-	for (i = 0; i < 16; i++) {
-		drmVersionPtr v;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		v = drmGetVersion(fd);
-		if (v && !strcmp(v->name, "vgem")) {
-			drmFreeVersion(v);
-			return fd;
-		}
-		if (v)
-			drmFreeVersion(v);
-		close(fd);
-	}
-	return -1;
 }
 
 /* vgem's buffer, imported and fenced by us: vgem's own waiters wake. */

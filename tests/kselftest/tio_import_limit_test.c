@@ -10,52 +10,13 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <linux/capability.h>
 #include <xf86drm.h>
 
 #include "kselftest_harness.h"
 #include "tio_buf_common.h"
-
-static int drop_cap_ipc_lock(void)
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct data[2];
-
-	if (syscall(SYS_capget, &hdr, data))
-		return -1;
-	data[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
-	data[CAP_IPC_LOCK / 32].permitted &= ~(1U << (CAP_IPC_LOCK % 32));
-	return syscall(SYS_capset, &hdr, data);
-}
-
-static int open_vgem(void)
-{
-	char path[64];
-	int i, fd;
-
-	for (i = 0; i < 16; i++) {
-		drmVersionPtr v;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		v = drmGetVersion(fd);
-		if (v && !strcmp(v->name, "vgem")) {
-			drmFreeVersion(v);
-			return fd;
-		}
-		if (v)
-			drmFreeVersion(v);
-		close(fd);
-	}
-	return -1;
-}
+#include "tio_vgem.h"
 
 /* A vgem dma-buf of @size bytes (a multiple of 4 KiB), or -1. */
 static int vgem_dmabuf(int vg, unsigned long size)
