@@ -280,7 +280,7 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 
 			err = tio_str_new(text, len, &ret);
 			if (!err)
-				tio_any_release(&ret);
+				tio_any_decref(&ret);
 		}
 		break;
 	case B_CCALL: {
@@ -335,7 +335,7 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 			bench_launder(fn);
 			ret = tio_any_none();
 			err = fn(NULL, NULL, 0, &ret);
-			tio_any_release(&ret);
+			tio_any_decref(&ret);
 		}
 		break;
 	}

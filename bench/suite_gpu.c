@@ -10,7 +10,7 @@
  *   h2d|d2h/pinned/SIZE    tio_cuda_copy_htod/dtoh + stream sync, host side
  *                          a tensorio buffer registered with CUDA
  *   h2d|d2h/pageable/SIZE  the same from/to malloc memory (ratio: / pinned)
- *   fence/record           tio_cuda_stream_record_fence + tio_stream_wait:
+ *   fence/record           tio_cuda_stream_record_fence + tio_fence_wait:
  *                          stream -> fence, a host function signals
  *   fence/roundtrip        fence -> stream -> fence: the CUDA stream waits
  *                          on point A (cuStreamWaitValue64 on the seqno
@@ -75,9 +75,9 @@ static void gpu_teardown(struct bench_run *run)
 		tio_object_decref(s->dev);
 	if (s->fn)
 		tio_object_decref(s->fn);
-	tio_buffer_release(s->buf);
-	tio_stream_release(s->in);
-	tio_stream_release(s->out);
+	tio_buffer_decref(s->buf);
+	tio_stream_decref(s->in);
+	tio_stream_decref(s->out);
 	free(s->mem);
 	free(s);
 	run->state = NULL;
@@ -200,14 +200,14 @@ static int gpu_run(struct bench_run *run, uint64_t n)
 			break;
 		case G_RECORD:
 			err = tio_cuda_stream_record_fence(s->cs, s->out, &b) ||
-			      tio_stream_wait(s->out, b, -1, NULL);
+			      tio_fence_wait(s->out, b, -1, NULL);
 			break;
 		case G_ROUNDTRIP:
-			err = tio_stream_emit(s->in, &a) ||
+			err = tio_fence_emit(s->in, &a) ||
 			      tio_cuda_stream_wait_fence(s->cs, s->in, a) ||
 			      tio_cuda_stream_record_fence(s->cs, s->out, &b) ||
-			      tio_stream_signal(s->in, a, 0) ||
-			      tio_stream_wait(s->out, b, -1, NULL);
+			      tio_fence_signal(s->in, a, 0) ||
+			      tio_fence_wait(s->out, b, -1, NULL);
 			break;
 		}
 	}

@@ -469,7 +469,7 @@ static void lib_teardown(struct bench_run *run)
 	if (!s)
 		return;
 	if (s->stream)
-		tio_stream_release(s->stream);
+		tio_stream_decref(s->stream);
 	free(s);
 	run->state = NULL;
 }
@@ -491,12 +491,12 @@ static int lib_run(struct bench_run *run, uint64_t n)
 
 			if (tio_buffer_alloc(4096, NULL, &b))
 				goto fail;
-			tio_buffer_release(b);
+			tio_buffer_decref(b);
 			break;
 		}
 		case K_FENCE:
-			if (tio_stream_emit(s->stream, &seq) ||
-			    tio_stream_signal(s->stream, seq, 0))
+			if (tio_fence_emit(s->stream, &seq) ||
+			    tio_fence_signal(s->stream, seq, 0))
 				goto fail;
 			break;
 		}
@@ -550,7 +550,7 @@ static struct bench_case cases[] = {
 	LIBROW("buf4k/lib", K_BUF, "buf4k/ioctl",
 	       "tio_buffer_alloc(4096) + release (either backend)"),
 	LIBROW("fence/lib", K_FENCE, "fence/ioctl",
-	       "tio_stream_emit + tio_stream_signal (either backend)"),
+	       "tio_fence_emit + tio_fence_signal (either backend)"),
 };
 
 static void __attribute__((constructor)) overhead_register(void)

@@ -8,7 +8,7 @@
  *   poll-word       spin on the stream's seqno word (libtensorio,
  *                   tio_stream_seqno_word: the driver's mmapped page on
  *                   the kernel backend, the memfd page on the user one)
- *   wait-futex      tio_stream_wait on the user backend (a futex wait)
+ *   wait-futex      tio_fence_wait on the user backend (a futex wait)
  *   wait-ioctl      a blocking TIO_IOC_FENCE_WAIT on /dev/tensorio
  *   wait-uring      an asynchronous uring_cmd FENCE_WAIT whose CQE the
  *                   waiter reaps with io_uring_wait_cqe
@@ -129,8 +129,8 @@ static int do_emit(struct sstate *s, int st, char *why, size_t len)
 	if (s->m == S_REF) {
 		seq = s->emitted[st] + 1;
 	} else if (s->lib) {
-		if (tio_stream_emit(s->ls[st], &seq))
-			return lib_err(why, len, "tio_stream_emit");
+		if (tio_fence_emit(s->ls[st], &seq))
+			return lib_err(why, len, "tio_fence_emit");
 	} else {
 		struct tio_fence_emit e = { .stream = s->ks[st] };
 
@@ -149,8 +149,8 @@ static int do_signal(struct sstate *s, int st, uint64_t seq, char *why, size_t l
 	if (s->m == S_REF) {
 		__atomic_store_n(&s->refw[st], seq, __ATOMIC_RELEASE);
 	} else if (s->lib) {
-		if (tio_stream_signal(s->ls[st], seq, 0))
-			return lib_err(why, len, "tio_stream_signal");
+		if (tio_fence_signal(s->ls[st], seq, 0))
+			return lib_err(why, len, "tio_fence_signal");
 	} else {
 		struct tio_fence_signal g = { .stream = s->ks[st], .seqno = seq };
 
@@ -231,8 +231,8 @@ static int do_wait(struct sstate *s, struct side *sd, int st, uint64_t seq,
 	case S_POLL:
 		return spin_wait(s, st, seq, why, len);
 	case S_FUTEX:
-		if (tio_stream_wait(s->ls[st], seq, SYNC_TIMEOUT_NS, NULL))
-			return lib_err(why, len, "tio_stream_wait");
+		if (tio_fence_wait(s->ls[st], seq, SYNC_TIMEOUT_NS, NULL))
+			return lib_err(why, len, "tio_fence_wait");
 		return 0;
 	case S_IOCTL: {
 		struct tio_fence_wait w = { .stream = s->ks[st], .seqno = seq,
@@ -354,7 +354,7 @@ static void sync_teardown(struct bench_run *run)
 		if (s->side[i].have_ring)
 			io_uring_queue_exit(&s->side[i].ring);
 		if (s->ls[i])
-			tio_stream_release(s->ls[i]);
+			tio_stream_decref(s->ls[i]);
 		if (s->ks[i]) {
 			struct tio_handle_op d = { .handle = s->ks[i] };
 
@@ -587,7 +587,7 @@ static struct bench_case cases[] = {
 	SYNC("poll-word", S_POLL,
 	     "spin on the seqno word, libtensorio's backend"),
 	SYNC("wait-futex", S_FUTEX,
-	     "tio_stream_wait, user backend (futex)"),
+	     "tio_fence_wait, user backend (futex)"),
 	SYNC("wait-ioctl", S_IOCTL, "blocking FENCE_WAIT ioctl"),
 	SYNC("wait-uring", S_URING,
 	     "uring_cmd FENCE_WAIT parked, CQE reaped by io_uring_wait_cqe"),

@@ -86,7 +86,7 @@ int main(void)
 
 	tio_batch_free(b);
 	tio_object_decref(signalled);
-	tio_stream_release(s);
-	tio_buffer_release(buf);
+	tio_stream_decref(s);
+	tio_buffer_decref(buf);
 	return tio_shutdown() ? fail("tio_shutdown") : 0;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The shared library exports exactly the symbols listed in libtensorio.map.
+# The shared and the static library export exactly the symbols listed in
+# libtensorio.map.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 so=$top/build/lib/libtensorio.so
@@ -8,6 +9,13 @@ want=$(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\);$/\1/p' "$top/lib/libte
 have=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVW]$/ { sub(/@.*/, "", $3); print $3 }' | sort)
 if [ "$want" != "$have" ]; then
 	diff <(echo "$want") <(echo "$have") | sed 's/^</listed, not exported:/; s/^>/exported, not listed:/'
+	exit 1
+fi
+# The static library: its global defined symbols, the same list.
+a=$top/build/lib/libtensorio.a
+have_a=$(nm --defined-only --extern-only "$a" | awk 'NF == 3 && $2 ~ /^[TDBRVWGS]$/ { print $3 }' | sort -u)
+if [ "$want" != "$have_a" ]; then
+	diff <(echo "$want") <(echo "$have_a") | sed 's/^</listed, not in the .a:/; s/^>/global in the .a, not listed:/'
 	exit 1
 fi
 # No symbol leaks out of our namespaces.

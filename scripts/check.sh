@@ -73,6 +73,7 @@ step bench-unit scripts/run-dir.sh build/tests/bench
 # (build/kselftest/tio_bench_test).
 step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,sync
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
+step layers tests/tools/test-check-layers.sh
 step tioctl tests/tools/test-tioctl.sh
 step install tests/install/test-install.sh
 step dkms tests/install/test-dkms.sh

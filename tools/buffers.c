@@ -102,14 +102,14 @@ int cmd_alloc(const struct tioctl_opts *o, int argc, char **argv)
 		return ret;
 	p = tio_buffer_data(buf);
 	if (!p) {
-		tio_buffer_release(buf);
+		tio_buffer_decref(buf);
 		return tioctl_lib_err("map");
 	}
 	size = tio_buffer_size(buf);
 	for (i = 0; i < size; i += 4096)
 		p[i] = (unsigned char)i;
 	print_buffer(o, buf, -1);
-	tio_buffer_release(buf);
+	tio_buffer_decref(buf);
 	return EXIT_OK;
 }
 
@@ -131,14 +131,14 @@ int cmd_export(const struct tioctl_opts *o, int argc, char **argv)
 	if (ret)
 		return ret;
 	if (tio_buffer_export(buf, TIO_EXPORT_F_RDWR, &fd)) {
-		tio_buffer_release(buf);
+		tio_buffer_decref(buf);
 		return tioctl_lib_err("export");
 	}
 	print_buffer(o, buf, fd);
 	if (hold)
 		tioctl_hold();
 	close(fd);
-	tio_buffer_release(buf);
+	tio_buffer_decref(buf);
 	return EXIT_OK;
 }
 
@@ -169,6 +169,6 @@ int cmd_import(const struct tioctl_opts *o, int argc, char **argv)
 	}
 	close(fd);
 	print_buffer(o, buf, -1);
-	tio_buffer_release(buf);
+	tio_buffer_decref(buf);
 	return EXIT_OK;
 }

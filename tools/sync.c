@@ -48,11 +48,11 @@ int cmd_signal(const struct tioctl_opts *o, int argc, char **argv)
 	}
 	if (tio_stream_create(&s))
 		return tioctl_lib_err("stream");
-	if (tio_stream_emit(s, &seqno)) {
+	if (tio_fence_emit(s, &seqno)) {
 		ret = tioctl_lib_err("emit");
 		goto out;
 	}
-	if (tio_stream_export_sync_file(s, seqno, TIO_EXPORT_F_CLOEXEC, &fd)) {
+	if (tio_fence_export(s, seqno, TIO_EXPORT_F_CLOEXEC, &fd)) {
 		ret = tioctl_lib_err("export sync_file");
 		goto out;
 	}
@@ -61,11 +61,11 @@ int cmd_signal(const struct tioctl_opts *o, int argc, char **argv)
 	       (int)getpid(), fd, (unsigned long long)seqno);
 	if (hold)
 		tioctl_hold();
-	if (tio_stream_signal(s, seqno, error))
+	if (tio_fence_signal(s, seqno, error))
 		ret = tioctl_lib_err("signal");
 	close(fd);
 out:
-	tio_stream_release(s);
+	tio_stream_decref(s);
 	return ret;
 }
 
@@ -110,11 +110,11 @@ int cmd_wait(const struct tioctl_opts *o, int argc, char **argv)
 		close(fd);
 		return tioctl_lib_err("stream");
 	}
-	if (tio_stream_import_sync_file(s, fd, &seqno)) {
+	if (tio_fence_import(s, fd, &seqno)) {
 		ret = tioctl_lib_err("import sync_file");
 		goto out;
 	}
-	if (tio_stream_wait(s, seqno, timeout_ms < 0 ? -1 : timeout_ms * 1000000, &status)) {
+	if (tio_fence_wait(s, seqno, timeout_ms < 0 ? -1 : timeout_ms * 1000000, &status)) {
 		ret = tioctl_lib_err("wait");
 		goto out;
 	}
@@ -123,7 +123,7 @@ int cmd_wait(const struct tioctl_opts *o, int argc, char **argv)
 	if (status)
 		ret = EXIT_FAILED;
 out:
-	tio_stream_release(s);
+	tio_stream_decref(s);
 	close(fd);
 	return ret;
 }

@@ -68,7 +68,7 @@ static inline void dev_warm_up(void)
 	tio_error_raise("ValueError", "warm up");
 	tio_error_clear();
 	if (tio_buffer_alloc(0, NULL, &b) == 0)
-		tio_buffer_release(b);
+		tio_buffer_decref(b);
 	tio_error_clear();
 }
 

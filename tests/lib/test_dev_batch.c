@@ -57,7 +57,7 @@ TEST_F(ba, mixed_batch_results_in_order)
 
 	ASSERT_OK(tio_func_new(log_call, &log, NULL, &logf));
 	ASSERT_OK(tio_func_get_global("tio.stream.signalled", &signalled));
-	ASSERT_OK(tio_func_get_global("tio.stream.emit", &emit));
+	ASSERT_OK(tio_func_get_global("tio.fence.emit", &emit));
 	ASSERT_OK(tio_stream_create(&s));
 	ASSERT_OK(tio_batch_new(0, &b));
 
@@ -65,7 +65,7 @@ TEST_F(ba, mixed_batch_results_in_order)
 	i_log1 = tio_batch_add(b, logf, a, 1);
 	memset(&alloc, 0, sizeof(alloc));
 	alloc.size = 4096;
-	i_alloc = tio_batch_add_cmd(b, TIO_IOC_BUF_ALLOC, &alloc, sizeof(alloc));
+	i_alloc = tio_batch_add_record(b, TIO_IOC_BUF_ALLOC, &alloc, sizeof(alloc));
 	i_e1 = tio_batch_fence_emit(b, s);
 	i_wait = tio_batch_fence_wait(b, s, 1, -1);	/* emitted by i_e1 */
 	i_sig = tio_batch_fence_signal(b, s, 1, -ENODATA);
@@ -86,7 +86,7 @@ TEST_F(ba, mixed_batch_results_in_order)
 	ASSERT_OK(tio_batch_result(b, i_alloc, &v));
 	ASSERT_LE(TIO_TYPE_DYN_OBJECT_BEGIN, v.type_index);
 	EXPECT_EQ(1, tio_debug_live_handles() - 1);	/* the stream + this buffer */
-	tio_any_release(&v);
+	tio_any_decref(&v);
 	EXPECT_EQ(1, result_int(_metadata, b, i_e1));
 	EXPECT_EQ(-ENODATA, result_int(_metadata, b, i_wait));
 	ASSERT_OK(tio_batch_result(b, i_sig, &v));
@@ -103,7 +103,7 @@ TEST_F(ba, mixed_batch_results_in_order)
 	EXPECT_EQ(NULL, tio_batch_record(b, i_log1));
 
 	tio_batch_free(b);
-	tio_stream_release(s);
+	tio_stream_decref(s);
 	tio_object_decref(logf);
 	tio_object_decref(signalled);
 	tio_object_decref(emit);
@@ -141,7 +141,7 @@ TEST_F(ba, errors_stay_in_their_slot)
 	ASSERT_NE(NULL, tio_batch_error(b, 1));
 	EXPECT_EQ(NULL, tio_batch_error(b, 0));
 	tio_batch_free(b);
-	tio_stream_release(s);
+	tio_stream_decref(s);
 	tio_object_decref(logf);
 }
 
@@ -175,7 +175,7 @@ TEST_F(ba, stop_on_error_cancels_the_rest)
 		tio_batch_free(b);
 	}
 	EXPECT_EQ(0, log.n);
-	tio_stream_release(s);
+	tio_stream_decref(s);
 	tio_object_decref(logf);
 }
 
@@ -209,7 +209,7 @@ TEST_F(ba, ten_thousand_calls_in_every_mode)
 		EXPECT_EQ((uint64_t)base, tio_stream_signalled(s));
 		tio_batch_free(b);
 	}
-	tio_stream_release(s);
+	tio_stream_decref(s);
 }
 
 TEST_F(ba, async_waits_time_out_and_complete_later)
@@ -220,7 +220,7 @@ TEST_F(ba, async_waits_time_out_and_complete_later)
 	uint64_t seq;
 
 	ASSERT_OK(tio_stream_create(&s));
-	ASSERT_OK(tio_stream_emit(s, &seq));
+	ASSERT_OK(tio_fence_emit(s, &seq));
 	ASSERT_OK(tio_batch_new(0, &b));
 	ASSERT_EQ(0, tio_batch_fence_wait(b, s, seq, 1000000));	/* 1 ms */
 	ASSERT_EQ(1, tio_batch_fence_wait(b, s, seq, -1));
@@ -233,12 +233,69 @@ TEST_F(ba, async_waits_time_out_and_complete_later)
 	ASSERT_DEV_ERR(ETIME, "TimeoutError");
 	EXPECT_EQ(-ETIME, tio_batch_status(b, 0));
 	EXPECT_EQ(TIO_BATCH_PENDING, tio_batch_status(b, 1));
-	ASSERT_OK(tio_stream_signal(s, seq, 0));
+	ASSERT_OK(tio_fence_signal(s, seq, 0));
 	ASSERT_EQ(2, tio_batch_wait(b, 2, -1));
 	EXPECT_EQ(0, tio_batch_status(b, 1));
 	EXPECT_EQ(0, result_int(_metadata, b, 1));
 	tio_batch_free(b);
-	tio_stream_release(s);
+	tio_stream_decref(s);
+}
+
+/* BUF_WAIT parks in a batch like FENCE_WAIT: submit never blocks on it. */
+TEST_F(ba, buffer_waits_park)
+{
+	tio_object_t *wait;
+	tio_buffer_t *buf;
+	tio_stream_t *s;
+	tio_batch_t *b;
+	tio_any_t args[3];
+	uint64_t seq;
+
+	ASSERT_OK(tio_func_get_global("tio.buffer.wait", &wait));
+	ASSERT_OK(tio_buffer_alloc(4096, NULL, &buf));
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(tio_fence_emit(s, &seq));
+	ASSERT_OK(tio_buffer_attach_fence(buf, s, seq, TIO_RESV_F_WRITE));
+	ASSERT_OK(tio_batch_new(0, &b));
+	args[0] = tio_any_object((tio_object_t *)buf);
+	args[1] = tio_any_int(-1);	/* no timeout: it must park, not block */
+	ASSERT_EQ(0, tio_batch_add(b, wait, args, 2));
+	ASSERT_EQ(1, tio_batch_fence_emit(b, s));
+	ASSERT_OK(tio_batch_submit(b));
+	EXPECT_EQ(TIO_BATCH_PENDING, tio_batch_status(b, 0));
+	EXPECT_EQ(0, tio_batch_status(b, 1));
+	ASSERT_OK(tio_fence_signal(s, seq, 0));
+	ASSERT_EQ(2, tio_batch_wait(b, 2, -1));
+	EXPECT_EQ(0, tio_batch_status(b, 0));
+	EXPECT_EQ(0, result_int(_metadata, b, 0));	/* signalled cleanly */
+	tio_batch_free(b);
+	tio_stream_decref(s);
+	tio_buffer_decref(buf);
+	tio_object_decref(wait);
+}
+
+/* A batch holds the context: after tio_shutdown() it still runs, safely. */
+TEST_F(ba, batch_outlives_shutdown)
+{
+	tio_object_t *alloc;
+	tio_batch_t *b;
+	tio_any_t arg = tio_any_int(4096), v;
+
+	ASSERT_OK(tio_func_get_global("tio.buffer.alloc", &alloc));
+	ASSERT_OK(tio_batch_new(0, &b));
+	ASSERT_EQ(0, tio_batch_add(b, alloc, &arg, 1));
+	ASSERT_OK(tio_shutdown());
+	ASSERT_OK(tio_batch_submit(b));
+	ASSERT_EQ(1, tio_batch_wait(b, 1, -1));
+	EXPECT_EQ(0, tio_batch_status(b, 0));
+	ASSERT_OK(tio_batch_result(b, 0, &v));
+	EXPECT_EQ(4096, tio_buffer_size((tio_buffer_t *)v.v_obj));
+	tio_any_decref(&v);
+	tio_batch_free(b);	/* drops the last reference: the backend closes */
+	tio_object_decref(alloc);
+	EXPECT_EQ(0, tio_debug_live_handles());
+	/* A fresh context: the fixture then finds the fds it started with. */
+	ASSERT_OK(tio_init());
 }
 
 TEST_F(ba, bad_inputs)
@@ -256,9 +313,9 @@ TEST_F(ba, bad_inputs)
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 	ASSERT_EQ(-1, tio_batch_add(b, (tio_object_t *)s, &v, 1));
 	ASSERT_DEV_MSG(EINVAL, "not a Function");
-	ASSERT_EQ(-1, tio_batch_add_cmd(b, TIO_IOC_SUBMIT, payload, 24));
+	ASSERT_EQ(-1, tio_batch_add_record(b, TIO_IOC_SUBMIT, payload, 24));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	ASSERT_EQ(-1, tio_batch_add_cmd(b, TIO_IOC_FENCE_EMIT, payload, 64));
+	ASSERT_EQ(-1, tio_batch_add_record(b, TIO_IOC_FENCE_EMIT, payload, 64));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 	ASSERT_EQ(-1, tio_batch_fence_emit(b, NULL));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
@@ -266,7 +323,7 @@ TEST_F(ba, bad_inputs)
 	ASSERT_EQ(-1, tio_batch_result(b, 0, &v));
 	ASSERT_DEV_ERR(ERANGE, "ValueError");
 	/* A raw record with a bad handle fails in its slot. */
-	ASSERT_EQ(0, tio_batch_add_cmd(b, TIO_IOC_FENCE_EMIT, payload, 8));
+	ASSERT_EQ(0, tio_batch_add_record(b, TIO_IOC_FENCE_EMIT, payload, 8));
 	ASSERT_OK(tio_batch_submit(b));
 	EXPECT_EQ(-ENOENT, tio_batch_status(b, 0));
 	ASSERT_EQ(-1, tio_batch_submit(b));
@@ -275,7 +332,7 @@ TEST_F(ba, bad_inputs)
 	ASSERT_DEV_ERR(EBUSY, "OSError");
 	tio_batch_free(b);
 	tio_batch_free(NULL);
-	tio_stream_release(s);
+	tio_stream_decref(s);
 }
 
 TEST_F(ba, kernel_ring_and_one_enter)
@@ -296,7 +353,7 @@ TEST_F(ba, kernel_ring_and_one_enter)
 	EXPECT_TRUE(tio_batch_ring_flags(b) & TIO_BATCH_RING_FIXED_FILE);
 	TH_LOG("ring flags 0x%x", tio_batch_ring_flags(b));
 	tio_batch_free(b);
-	tio_stream_release(s);
+	tio_stream_decref(s);
 }
 
 TEST_HARNESS_MAIN

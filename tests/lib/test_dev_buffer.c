@@ -4,6 +4,7 @@
  * backend runs (the user backend on the host, TIO_BACKEND=kernel in the VM).
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -73,7 +74,7 @@ TEST(forced_user_backend_and_shutdown_close_everything)
 	ASSERT_OK(tio_buffer_alloc(4096, NULL, &b));
 	ASSERT_EQ(-1, tio_shutdown());
 	ASSERT_DEV_MSG(EBUSY, "alive");
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 	ASSERT_OK(tio_shutdown());
 	EXPECT_EQ(fds, dev_count_fds());
 	EXPECT_EQ(0, tio_debug_live_handles());
@@ -117,7 +118,7 @@ TEST_F(buf, alloc_is_zeroed_page_rounded_and_mapped)
 	EXPECT_EQ(2 * pg, info.size);
 	EXPECT_EQ(TIO_BUF_KIND_ALLOC, info.kind);
 	EXPECT_EQ(0, info.state & TIO_BUF_S_DESC);
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 }
 
 TEST_F(buf, alloc_errors)
@@ -173,7 +174,7 @@ TEST_F(buf, descriptors_set_read_back_and_cleared)
 	ASSERT_OK(tio_buffer_set_desc(b, NULL));
 	ASSERT_OK(tio_buffer_info(b, &info, NULL));
 	EXPECT_EQ(0, info.state & TIO_BUF_S_DESC);
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 }
 
 TEST_F(buf, pin_user_memory)
@@ -191,7 +192,7 @@ TEST_F(buf, pin_user_memory)
 	EXPECT_EQ(2 * pg, tio_buffer_size(b));
 	ASSERT_OK(tio_buffer_info(b, &info, NULL));
 	EXPECT_EQ(TIO_BUF_KIND_USER, info.kind);
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 	b = NULL;
 	ASSERT_EQ(-1, tio_buffer_pin(mem + 1, pg, 0, &b));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
@@ -224,7 +225,7 @@ TEST_F(buf, export_and_import_dmabuf)
 	if (tio_buffer_export(b, TIO_EXPORT_F_CLOEXEC | TIO_EXPORT_F_RDWR, &fd)) {
 		ASSERT_FALSE(dev_is_kernel());
 		ASSERT_DEV_ERR(EOPNOTSUPP, "NotImplementedError");
-		tio_buffer_release(b);
+		tio_buffer_decref(b);
 		SKIP(return, "user backend without /dev/udmabuf: no dma-buf export");
 	}
 	ASSERT_OK(tio_buffer_import(fd, &c));
@@ -235,8 +236,8 @@ TEST_F(buf, export_and_import_dmabuf)
 	q[0] = 'S';
 	EXPECT_EQ('S', p[0]);
 	close(fd);
-	tio_buffer_release(c);
-	tio_buffer_release(b);
+	tio_buffer_decref(c);
+	tio_buffer_decref(b);
 }
 
 TEST_F(buf, import_errors)
@@ -267,7 +268,7 @@ TEST_F(buf, tensor_keeps_its_buffer_alive)
 
 	ASSERT_OK(tio_buffer_alloc(4096, &d, &b));
 	ASSERT_OK(tio_buffer_tensor(b, NULL, &t));
-	tio_buffer_release(b);	/* the tensor holds it now */
+	tio_buffer_decref(b);	/* the tensor holds it now */
 	EXPECT_EQ(1, tio_debug_live_handles());
 	EXPECT_EQ(2, tio_tensor_dl(t)->ndim);
 	EXPECT_EQ(8, tio_tensor_dl(t)->shape[1]);
@@ -297,7 +298,7 @@ TEST_F(buf, dlpack_needs_a_descriptor)
 	ASSERT_OK(tio_buffer_to_dlpack(b, &d, &mt));
 	EXPECT_EQ(2, mt->dl_tensor.strides[1]);
 	mt->deleter(mt);
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 }
 
 TEST_F(buf, ffi_globals_drive_buffers)
@@ -317,18 +318,130 @@ TEST_F(buf, ffi_globals_drive_buffers)
 	args[0] = ret;
 	ASSERT_OK(tio_func_call_any(info, args, 1, &v));
 	EXPECT_EQ(12288, v.v_int64);
-	tio_any_release(&ret);
+	tio_any_decref(&ret);
 	/* Bad arguments: a clear error, nothing allocated. */
 	args[0] = tio_any_float(1.0);
 	ASSERT_EQ(-1, tio_func_call_any(alloc, args, 1, &ret));
-	ASSERT_DEV_MSG(EINVAL, "tio.buffer.alloc: argument 1 must be an int");
+	ASSERT_DEV_MSG(EINVAL, "tio.buffer.alloc: argument 1 (size) must be an int");
 	ASSERT_EQ(-1, tio_func_call_any(alloc, args, 0, &ret));
-	ASSERT_DEV_MSG(EINVAL, "takes 1 to 1 arguments");
+	ASSERT_DEV_MSG(EINVAL, "takes 1 to 2 arguments");
 	args[0] = tio_any_int(1);
 	ASSERT_EQ(-1, tio_func_call_any(info, args, 1, &ret));
 	ASSERT_DEV_MSG(EINVAL, "must be a tio.Buffer");
 	tio_object_decref(alloc);
 	tio_object_decref(info);
+}
+
+/* How many mappings of the user backend's buffer memfds this process has. */
+static int memfd_mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "memfd:tensorio-buffer") != NULL;
+	fclose(f);
+	return n;
+}
+
+/* The user backend maps a buffer once: tio_buffer_data() reuses it. */
+TEST_F(buf, user_backend_maps_a_buffer_once)
+{
+	tio_buffer_t *b;
+	int before;
+	char *p;
+
+	if (tio_backend() != TIO_BACKEND_USER)
+		SKIP(return, "the user backend's memfds");
+	before = memfd_mappings();
+	ASSERT_OK(tio_buffer_alloc(8192, NULL, &b));
+	EXPECT_EQ(before + 1, memfd_mappings());
+	p = tio_buffer_data(b);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(before + 1, memfd_mappings());
+	p[8191] = 1;
+	EXPECT_EQ(p, tio_buffer_data(b));
+	tio_buffer_decref(b);
+	EXPECT_EQ(before, memfd_mappings());
+}
+
+/* A descriptor from a dtype and a shape; an allocation sized by it. */
+TEST_F(buf, desc_init_sizes_an_allocation)
+{
+	DLDataType f32 = { kDLFloat, 32, 1 };
+	int64_t shape[2] = { 3, 1000 }, bad[1] = { -1 };
+	struct tio_tensor_desc d;
+	tio_buffer_t *b = NULL;
+	uint64_t bytes;
+
+	ASSERT_OK(tio_desc_init(&d, f32, 2, shape));
+	EXPECT_EQ(2, d.ndim);
+	EXPECT_EQ(1000, d.shape[1]);
+	ASSERT_OK(tio_desc_nbytes(&d, &bytes));
+	EXPECT_EQ(12000, bytes);
+	ASSERT_OK(tio_buffer_alloc(0, &d, &b));
+	EXPECT_LE(12000, tio_buffer_size(b));
+	tio_buffer_decref(b);
+	ASSERT_EQ(-1, tio_desc_init(&d, f32, 1, bad));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	ASSERT_EQ(-1, tio_desc_init(&d, f32, TIO_MAX_NDIM + 1, shape));
+	ASSERT_DEV_MSG(EINVAL, "tio_desc_init: ndim 9");
+}
+
+/* Every uapi command has its FFI global: BUF_PIN_USER and BUF_SET_DESC too. */
+TEST_F(buf, ffi_globals_pin_and_set_desc)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct tio_tensor_desc d = f32_desc(4, 8), got;
+	tio_object_t *pin, *set_desc, *info;
+	tio_any_t args[3], ret = tio_any_none(), v = tio_any_none();
+	struct tio_buf_info bi;
+	char *mem;
+
+	mem = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	ASSERT_OK(tio_func_get_global("tio.buffer.pin_user", &pin));
+	ASSERT_OK(tio_func_get_global("tio.buffer.set_desc", &set_desc));
+	ASSERT_OK(tio_func_get_global("tio.buffer.info", &info));
+	args[0] = tio_any_ptr(mem);
+	args[1] = tio_any_int((int64_t)pg);
+	ASSERT_OK(tio_func_call_any(pin, args, 2, &ret));
+	EXPECT_EQ((void *)mem, tio_buffer_data((tio_buffer_t *)ret.v_obj));
+	ASSERT_OK(tio_object_get_field(ret.v_obj, "kind", &v));
+	EXPECT_EQ(TIO_BUF_KIND_USER, v.v_int64);
+	args[0] = ret;
+	args[1] = tio_any_ptr(&d);
+	ASSERT_OK(tio_func_call_any(set_desc, args, 2, &v));
+	ASSERT_OK(tio_buffer_info((tio_buffer_t *)ret.v_obj, &bi, &got));
+	EXPECT_TRUE(bi.state & TIO_BUF_S_DESC);
+	EXPECT_EQ(8, got.shape[1]);
+	/* None with TIO_DESC_CLEAR drops it. */
+	args[1] = tio_any_none();
+	args[2] = tio_any_int(TIO_DESC_CLEAR);
+	ASSERT_OK(tio_func_call_any(set_desc, args, 3, &v));
+	ASSERT_OK(tio_buffer_info((tio_buffer_t *)ret.v_obj, &bi, NULL));
+	EXPECT_FALSE(bi.state & TIO_BUF_S_DESC);
+	/* Bad arguments: clear errors, nothing pinned. */
+	args[1] = tio_any_float(1.0);
+	ASSERT_EQ(-1, tio_func_call_any(set_desc, args, 2, &v));
+	ASSERT_DEV_MSG(EINVAL, "tio.buffer.set_desc: argument 2 (desc) must be a pointer");
+	args[2] = tio_any_int(-1);
+	args[1] = tio_any_none();
+	ASSERT_EQ(-1, tio_func_call_any(set_desc, args, 3, &v));
+	ASSERT_DEV_MSG(EINVAL, "argument 3 (flags) must be in [0, 4294967295], got -1");
+	tio_any_decref(&ret);
+	args[0] = tio_any_ptr(mem);
+	args[1] = tio_any_int(0);
+	ASSERT_EQ(-1, tio_func_call_any(pin, args, 2, &ret));
+	ASSERT_DEV_MSG(EINVAL, "tio.buffer.pin_user: argument 2 (size) must be positive, got 0");
+	EXPECT_EQ(0, tio_debug_live_handles());
+	tio_object_decref(pin);
+	tio_object_decref(set_desc);
+	tio_object_decref(info);
+	munmap(mem, pg);
 }
 
 TEST_HARNESS_MAIN

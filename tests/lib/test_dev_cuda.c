@@ -42,7 +42,7 @@ static int cuda_warm_up(char *why, size_t len)
 				tio_cuda_copy_htod(cs, (uintptr_t)tio_tensor_dl(t)->data,
 						   tio_buffer_data(b), 4096);
 			tio_cuda_stream_sync(cs);
-			tio_buffer_release(b);
+			tio_buffer_decref(b);
 		}
 		tio_object_decref(t);
 	}
@@ -120,7 +120,7 @@ TEST(no_driver)
 	ASSERT_DEV_MSG(ENODEV, "no CUDA driver");
 	ASSERT_EQ(-1, tio_cuda_buffer_unregister(b));
 	ASSERT_DEV_MSG(ENODEV, "no CUDA driver");
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 	tio_cuda_stream_destroy(NULL);
 	EXPECT_EQ(0, tio_cuda_debug_live());
 	EXPECT_EQ(0, tio_debug_live_handles());
@@ -350,8 +350,8 @@ TEST_F(cuda, copy_registered)
 	tio_cuda_stream_destroy(cs);
 	EXPECT_EQ(2, tio_cuda_debug_live());
 	/* Freeing a registered buffer ends its registration. */
-	tio_buffer_release(bin);
-	tio_buffer_release(bout);
+	tio_buffer_decref(bin);
+	tio_buffer_decref(bout);
 	EXPECT_EQ(0, tio_cuda_debug_live());
 }
 
@@ -370,7 +370,7 @@ TEST_F(cuda, register_pinned_user_memory)
 	for (round = 0; round < 2; round++) {
 		ASSERT_OK(tio_buffer_pin(mem, n, 0, &b));
 		ASSERT_OK(tio_cuda_buffer_register(b));
-		tio_buffer_release(b);
+		tio_buffer_decref(b);
 	}
 	EXPECT_EQ(0, tio_cuda_debug_live());
 	free(mem);
@@ -386,11 +386,11 @@ TEST_F(cuda, stream_to_fence)
 	NEED_CUDA();
 	ASSERT_OK(tio_stream_create(&s));
 	ASSERT_OK(tio_cuda_stream_create(0, &cs));
-	ASSERT_OK(tio_stream_emit(s, &a));
+	ASSERT_OK(tio_fence_emit(s, &a));
 	ASSERT_OK(tio_cuda_stream_signal_fence(cs, s, a));
 	ASSERT_OK(tio_cuda_stream_record_fence(cs, s, &b));
 	EXPECT_EQ(a + 1, b);
-	ASSERT_OK(tio_stream_wait(s, b, 5000000000LL, &status));
+	ASSERT_OK(tio_fence_wait(s, b, 5000000000LL, &status));
 	EXPECT_EQ(0, status);
 	EXPECT_GE(tio_stream_signalled(s), b);
 	ASSERT_OK(tio_cuda_stream_sync(cs));
@@ -400,9 +400,9 @@ TEST_F(cuda, stream_to_fence)
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 
 	/* The point is signalled even when its stream was released. */
-	ASSERT_OK(tio_stream_emit(s, &c));
+	ASSERT_OK(tio_fence_emit(s, &c));
 	ASSERT_OK(tio_cuda_stream_signal_fence(cs, s, c));
-	tio_stream_release(s);
+	tio_stream_decref(s);
 	ASSERT_OK(tio_cuda_stream_sync(cs));
 	EXPECT_EQ(0, tio_debug_live_handles());
 	tio_cuda_stream_destroy(cs);
@@ -430,12 +430,12 @@ TEST_F(cuda, fence_to_stream)
 	ASSERT_OK(tio_stream_create(&in));
 	ASSERT_OK(tio_stream_create(&out));
 	ASSERT_OK(tio_cuda_stream_create(0, &cs));
-	ASSERT_OK(tio_stream_emit(in, &a));
+	ASSERT_OK(tio_fence_emit(in, &a));
 	if (tio_cuda_stream_wait_fence(cs, in, a)) {
 		ASSERT_DEV_MSG(EOPNOTSUPP, "fence -> stream");
 		tio_cuda_stream_destroy(cs);
-		tio_stream_release(in);
-		tio_stream_release(out);
+		tio_stream_decref(in);
+		tio_stream_decref(out);
 		SKIP(return, "the device cannot wait on the seqno word");
 	}
 	/*
@@ -453,11 +453,11 @@ TEST_F(cuda, fence_to_stream)
 	while (now_ns() - t0 < 20000000)
 		;	/* 20 ms: the GPU would be done by now if it had not waited */
 	EXPECT_EQ(0, tio_cuda_stream_query(cs));
-	EXPECT_EQ(-1, tio_stream_wait(out, b, 0, NULL));
+	EXPECT_EQ(-1, tio_fence_wait(out, b, 0, NULL));
 	ASSERT_DEV_ERR(ETIME, "TimeoutError");
 	memset(p, 0x22, 4096);
-	ASSERT_OK(tio_stream_signal(in, a, 0));
-	ASSERT_OK(tio_stream_wait(out, b, 5000000000LL, NULL));
+	ASSERT_OK(tio_fence_signal(in, a, 0));
+	ASSERT_OK(tio_fence_wait(out, b, 5000000000LL, NULL));
 	ASSERT_OK(tio_cuda_stream_sync(cs));
 	dp = dptr_of(t);
 	ASSERT_OK(tio_cuda_copy_dtoh(cs, back, dp, sizeof(back)));
@@ -473,11 +473,11 @@ TEST_F(cuda, fence_to_stream)
 	EXPECT_EQ(1, tio_cuda_stream_query(cs));
 
 	tio_object_decref(t);
-	tio_buffer_release(buf);
+	tio_buffer_decref(buf);
 	tio_cuda_stream_destroy(cs);
 	/* Releasing the stream ends its seqno page registration. */
-	tio_stream_release(in);
-	tio_stream_release(out);
+	tio_stream_decref(in);
+	tio_stream_decref(out);
 }
 
 TEST_F(cuda, dmabuf)
@@ -517,7 +517,7 @@ TEST_F(cuda, dmabuf)
 	if (dev_is_kernel()) {
 		ASSERT_OK(tio_cuda_buffer_import(0, dptr_of(t), (size_t)shape, &b));
 		EXPECT_EQ((size_t)shape, tio_buffer_size(b));
-		tio_buffer_release(b);
+		tio_buffer_decref(b);
 	} else {
 		EXPECT_EQ(-1, tio_cuda_buffer_import(0, dptr_of(t), (size_t)shape, &b));
 		ASSERT_DEV_MSG(EOPNOTSUPP, "kernel backend");

@@ -49,8 +49,8 @@ FIXTURE_SETUP(fio)
 FIXTURE_TEARDOWN(fio)
 {
 	unlink(self->path);
-	tio_buffer_release(self->a);
-	tio_buffer_release(self->b);
+	tio_buffer_decref(self->a);
+	tio_buffer_decref(self->b);
 	tio_error_clear();
 	EXPECT_EQ(0, tio_debug_live_handles());
 	EXPECT_EQ(self->objs, tio_debug_live_objects());

@@ -72,7 +72,7 @@ static void no_hip_calls(struct __test_metadata *_metadata, const char *why)
 	ASSERT_EQ(-1, tio_hip_buffer_device_ptr(b, 0, &dp));
 	ASSERT_DEV_MSG(ENODEV, why);
 	EXPECT_EQ(0, dp);
-	tio_buffer_release(b);
+	tio_buffer_decref(b);
 	tio_hip_stream_destroy(NULL);
 	EXPECT_EQ(0, tio_hip_debug_live());
 	EXPECT_EQ(0, tio_debug_live_handles());
@@ -258,7 +258,7 @@ TEST_F(hip, tensors_and_copies)
 	ASSERT_DEV_MSG(ENOENT, "not registered with HIP");
 	/* Freeing a registered buffer ends its registration. */
 	ASSERT_OK(tio_hip_buffer_register(buf));
-	tio_buffer_release(buf);
+	tio_buffer_decref(buf);
 }
 
 TEST_F(hip, fences)
@@ -271,10 +271,10 @@ TEST_F(hip, fences)
 	NEED_HIP();
 	ASSERT_OK(tio_stream_create(&s));
 	ASSERT_OK(tio_hip_stream_create(0, &hs));
-	ASSERT_OK(tio_stream_emit(s, &a));
+	ASSERT_OK(tio_fence_emit(s, &a));
 	ASSERT_OK(tio_hip_stream_signal_fence(hs, s, a));
 	ASSERT_OK(tio_hip_stream_record_fence(hs, s, &b));
-	ASSERT_OK(tio_stream_wait(s, b, 5000000000LL, &status));
+	ASSERT_OK(tio_fence_wait(s, b, 5000000000LL, &status));
 	EXPECT_EQ(0, status);
 	EXPECT_EQ(-1, tio_hip_stream_signal_fence(hs, s, b + 10));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
@@ -283,7 +283,7 @@ TEST_F(hip, fences)
 	ASSERT_DEV_MSG(EOPNOTSUPP, "fence -> stream");
 	ASSERT_OK(tio_hip_stream_sync(hs));
 	tio_hip_stream_destroy(hs);
-	tio_stream_release(s);
+	tio_stream_decref(s);
 }
 
 TEST_F(hip, no_dmabuf)

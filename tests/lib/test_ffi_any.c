@@ -112,7 +112,7 @@ TEST(conversions_raise_type_errors)
 	ASSERT_RAISED("TypeError", "expected ffi.Array, got ffi.String");
 	ASSERT_EQ(0, tio_any_to_object(&s, TIO_TYPE_OBJECT, &o));
 	EXPECT_EQ(s.v_obj, o);
-	tio_any_release(&s);
+	tio_any_decref(&s);
 	ASSERT_NO_LEAKS();
 }
 
@@ -130,7 +130,7 @@ TEST(small_strings_inline)
 	EXPECT_STREQ("1234567", p);
 	EXPECT_EQ((const char *)s.v_bytes, p);
 	EXPECT_EQ(0, LIVE());
-	tio_any_release(&s);
+	tio_any_decref(&s);
 	ASSERT_EQ(0, tio_str_new("", 0, &s));
 	EXPECT_EQ(TIO_TYPE_SMALL_STR, s.type_index);
 	EXPECT_EQ(0, s.small_len);
@@ -164,8 +164,8 @@ TEST(heap_strings_and_bytes)
 	EXPECT_EQ(0, memcmp(d, "12345678\0x", 10));
 	EXPECT_EQ(-1, tio_any_to_str(&b, &p, &n));
 	ASSERT_RAISED("TypeError", "got ffi.Bytes");
-	tio_any_release(&s);
-	tio_any_release(&b);
+	tio_any_decref(&s);
+	tio_any_decref(&b);
 	EXPECT_EQ(TIO_TYPE_NONE, s.type_index);
 	EXPECT_EQ(-1, tio_str_from_cstr(NULL, &s));
 	ASSERT_RAISED("ValueError", "NULL");
@@ -191,14 +191,14 @@ TEST(copy_views_into_owned_values)
 	/* Copying an owned object takes a reference. */
 	ASSERT_EQ(0, tio_any_copy(&o2, &owned));
 	EXPECT_EQ(2, tio_object_strong_count(owned.v_obj));
-	tio_any_release(&o2);
+	tio_any_decref(&o2);
 	EXPECT_EQ(1, tio_object_strong_count(owned.v_obj));
 	/* ByteArrayPtr -> Bytes. */
 	v.type_index = TIO_TYPE_BYTE_ARRAY_PTR;
 	v.v_ptr = &ba;
 	ASSERT_EQ(0, tio_any_copy(&o2, &v));
 	EXPECT_EQ(TIO_TYPE_BYTES, o2.type_index);
-	tio_any_release(&o2);
+	tio_any_decref(&o2);
 	/* ObjectRValueRef moves the object out of its slot. */
 	slot = owned.v_obj;
 	v.type_index = TIO_TYPE_OBJECT_RVALUE_REF;
@@ -207,7 +207,7 @@ TEST(copy_views_into_owned_values)
 	EXPECT_EQ(NULL, slot);
 	EXPECT_EQ(owned.v_obj, o2.v_obj);
 	EXPECT_EQ(1, tio_object_strong_count(o2.v_obj));
-	tio_any_release(&o2);	/* the moved reference was owned's */
+	tio_any_decref(&o2);	/* the moved reference was owned's */
 	ASSERT_NO_LEAKS();
 }
 
@@ -223,10 +223,10 @@ TEST(equality_and_hash)
 	c = tio_any_raw_str("same text, longer than seven");
 	EXPECT_TRUE(tio_any_equal(&a, &c));
 	EXPECT_EQ(tio_any_hash(&a), tio_any_hash(&c));
-	tio_any_release(&b);
+	tio_any_decref(&b);
 	ASSERT_EQ(0, tio_bytes_new("same text, longer than seven", 28, &b));
 	EXPECT_FALSE(tio_any_equal(&a, &b));	/* str != bytes */
-	tio_any_release(&b);
+	tio_any_decref(&b);
 	b = tio_any_int(1);
 	c = tio_any_bool(1);
 	EXPECT_TRUE(tio_any_equal(&b, &c));
@@ -240,7 +240,7 @@ TEST(equality_and_hash)
 	b = tio_any_none();
 	c = tio_any_none();
 	EXPECT_TRUE(tio_any_equal(&b, &c));
-	tio_any_release(&a);
+	tio_any_decref(&a);
 	ASSERT_NO_LEAKS();
 }
 
@@ -253,7 +253,7 @@ TEST(type_names)
 	EXPECT_STREQ("None", tio_any_type_name(&a));
 	ASSERT_EQ(0, tio_str_new("abcdefghijk", 11, &s));
 	EXPECT_STREQ("ffi.String", tio_any_type_name(&s));
-	tio_any_release(&s);
+	tio_any_decref(&s);
 	a.type_index = 4000;
 	EXPECT_STREQ("unknown type", tio_any_type_name(&a));
 	ASSERT_NO_LEAKS();

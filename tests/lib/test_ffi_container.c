@@ -29,7 +29,7 @@ TEST(array)
 		ASSERT_EQ(0, tio_array_push(a, &v));
 	EXPECT_EQ(103, tio_array_size(a));
 	EXPECT_EQ(102, tio_object_strong_count(v.v_obj));
-	tio_any_release(&v);
+	tio_any_decref(&v);
 	v = tio_any_int(9);
 	ASSERT_EQ(0, tio_array_set(a, 1, &v));
 	EXPECT_EQ(9, tio_array_at(a, 1)->v_int64);
@@ -39,7 +39,7 @@ TEST(array)
 	ASSERT_RAISED("IndexError", "out of range");
 	ASSERT_EQ(0, tio_array_pop(a, &v));
 	EXPECT_EQ(TIO_TYPE_STR, v.type_index);
-	tio_any_release(&v);
+	tio_any_decref(&v);
 	ASSERT_EQ(0, tio_array_pop(a, NULL));
 	EXPECT_EQ(101, tio_array_size(a));
 	v = tio_any_object(a);
@@ -142,7 +142,7 @@ TEST(map)
 	ASSERT_EQ(0, tio_map_get(m, &k, &out));
 	EXPECT_EQ(999 * 999, out.v_int64);
 	tio_object_decref(obj);
-	tio_any_release(&big);
+	tio_any_decref(&big);
 	tio_object_decref(m);
 	ASSERT_NO_LEAKS();
 }

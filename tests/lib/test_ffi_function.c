@@ -71,7 +71,7 @@ TEST(bad_function_inputs)
 	ASSERT_RAISED("TypeError", "expected ffi.Function, got ffi.String");
 	EXPECT_EQ(-1, tio_func_set_global("x", s.v_obj, 0));
 	ASSERT_RAISED("TypeError", "must be a Function");
-	tio_any_release(&s);
+	tio_any_decref(&s);
 	EXPECT_EQ(-1, tio_func_get_global(NULL, &f));
 	ASSERT_RAISED("ValueError", "name");
 	ASSERT_NO_LEAKS();
@@ -114,7 +114,7 @@ TEST(global_registry)
 	EXPECT_STREQ("test.a", p);
 	ASSERT_EQ(0, tio_any_to_str(tio_array_at(names.v_obj, 2), &p, NULL));
 	EXPECT_STREQ("test.b", p);
-	tio_any_release(&names);
+	tio_any_decref(&names);
 	ASSERT_EQ(0, tio_func_remove_global("test.add"));
 	ASSERT_EQ(0, tio_func_get_global("test.add", &got));
 	EXPECT_EQ(NULL, got);
@@ -217,7 +217,7 @@ TEST(registry_grows_and_long_names)
 	}
 	ASSERT_EQ(0, tio_func_list_globals(&names));
 	EXPECT_EQ(500 - 72, tio_array_size(names.v_obj));
-	tio_any_release(&names);
+	tio_any_decref(&names);
 	for (i = 0; i < 500; i++) {
 		if (i % 7 == 0)
 			continue;
@@ -281,7 +281,7 @@ TEST(concurrent_registration_and_calls)
 	}
 	ASSERT_EQ(0, tio_func_list_globals(&names));
 	EXPECT_EQ(NTHREADS + 2, tio_array_size(names.v_obj));
-	tio_any_release(&names);
+	tio_any_decref(&names);
 	for (i = 0; i < NTHREADS; i++) {
 		char name[64];
 

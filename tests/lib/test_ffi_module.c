@@ -42,7 +42,7 @@ TEST(load_list_call)
 		ASSERT_EQ(0, tio_any_to_str(tio_array_at(names.v_obj, i), &p, NULL));
 		EXPECT_STREQ(want[i], p);
 	}
-	tio_any_release(&names);
+	tio_any_decref(&names);
 	EXPECT_TRUE(tio_module_implements_function(m, "sum"));
 	EXPECT_FALSE(tio_module_implements_function(m, "not_a_function"));
 	EXPECT_FALSE(tio_module_implements_function(m, "helper"));
@@ -161,7 +161,7 @@ TEST(system_library)
 	ASSERT_EQ(0, tio_system_lib_register("test_later", syslib_double));
 	ASSERT_EQ(0, tio_module_list_functions(sys, &names));
 	EXPECT_GE(tio_array_size(names.v_obj), 2);
-	tio_any_release(&names);
+	tio_any_decref(&names);
 	tio_object_decref(sys);
 	ASSERT_NO_LEAKS();
 }

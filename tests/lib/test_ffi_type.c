@@ -28,7 +28,7 @@ static void point_fin(void *self)
 	struct point *p = self;
 
 	tio_object_decref(p->label);
-	tio_any_release(&p->extra);
+	tio_any_decref(&p->extra);
 }
 
 static int32_t point_type(void)
@@ -172,7 +172,7 @@ TEST(fields_default_accessors)
 	ASSERT_EQ(0, tio_object_get_field(&p->header, "label", &v));
 	ASSERT_EQ(0, tio_any_to_str(&v, &str, NULL));
 	EXPECT_STREQ("a label longer than seven", str);
-	tio_any_release(&v);
+	tio_any_decref(&v);
 	v = tio_any_object(&p->header);
 	EXPECT_EQ(-1, tio_object_set_field(&p->header, "label", &v));
 	ASSERT_RAISED("TypeError", "field 'label' expects ffi.String, got test.Point");
@@ -183,7 +183,7 @@ TEST(fields_default_accessors)
 	/* Any field owns a copy. */
 	ASSERT_EQ(0, tio_object_set_field(&p->header, "extra", &s));
 	EXPECT_EQ(2, tio_object_strong_count(s.v_obj));
-	tio_any_release(&s);
+	tio_any_decref(&s);
 	/* Read-only and unknown fields. */
 	v = tio_any_int(1);
 	EXPECT_EQ(-1, tio_object_set_field(&p->header, "secret", &v));
@@ -314,7 +314,7 @@ TEST(methods_and_init)
 	EXPECT_EQ(15, ret.v_int64);
 	EXPECT_EQ(-1, tio_object_call_method(obj.v_obj, "nope", NULL, 0, &ret));
 	ASSERT_RAISED("AttributeError", "has no method 'nope'");
-	tio_any_release(&obj);
+	tio_any_decref(&obj);
 	EXPECT_EQ(-1, tio_type_create(the_type, (tio_any_t[]){ arg, arg }, 2, &obj));
 	ASSERT_RAISED("TypeError", "at most 1 argument");
 	ASSERT_EQ(0, tio_type_register("test.NoInit", TIO_TYPE_OBJECT, &other));
@@ -345,7 +345,7 @@ TEST(metadata)
 	ASSERT_EQ(0, tio_type_get_metadata(t, "where", &s));
 	ASSERT_EQ(0, tio_any_to_str(&s, &p, NULL));
 	EXPECT_STREQ("cpu-only", p);
-	tio_any_release(&s);
+	tio_any_decref(&s);
 	EXPECT_EQ(-1, tio_type_get_metadata(t, "missing", &out));
 	ASSERT_RAISED("KeyError", "no metadata 'missing'");
 	EXPECT_EQ(-1, tio_type_get_metadata(TIO_TYPE_STR, "version", &out));

@@ -7,7 +7,7 @@
  *
  * Ownership. An Any is either *owned* or a *view*:
  *  - an owned Any holding an object (type index >= TIO_TYPE_OBJECT) owns one
- *    strong reference to it; release it with tio_any_release();
+ *    strong reference to it; drop it with tio_any_decref();
  *  - a view borrows: it is valid only while whoever owns the value keeps it.
  *    Call arguments are views: a callee that keeps one calls tio_any_copy().
  *  - values below TIO_TYPE_OBJECT own nothing, except that RawStr,
@@ -238,10 +238,10 @@ static inline int tio_any_is_object(const tio_any_t *a)
 }
 
 /**
- * tio_any_release() - release an owned Any and set it to None
+ * tio_any_decref() - drop the reference an owned Any holds; set it to None
  * @a: the Any
  */
-static inline void tio_any_release(tio_any_t *a)
+TIO_INLINE void tio_any_decref(tio_any_t *a)
 {
 	if (a->type_index >= TIO_TYPE_STATIC_OBJECT_BEGIN)
 		tio_object_decref(a->v_obj);
@@ -250,7 +250,7 @@ static inline void tio_any_release(tio_any_t *a)
 
 /**
  * tio_any_copy() - make an owned copy of a value (a view or an owned Any)
- * @dst: where the copy goes (overwritten, not released first)
+ * @dst: where the copy goes (overwritten, not decref'd first)
  * @src: the value
  *
  * Objects gain a reference; RawStr and ByteArrayPtr are copied into a

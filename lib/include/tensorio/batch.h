@@ -4,7 +4,7 @@
  * possible, and read each call's result from its slot.
  *
  * - A call of a function with a driver encoding (the tio.buffer.* and
- *   tio.stream.* globals, or tio_batch_add_cmd()) becomes a command record;
+ *   tio.stream.* globals, or tio_batch_add_record()) becomes a command record;
  *   any other function runs in userspace at its position, after every
  *   earlier entry has run (asynchronous waits excepted).
  * - On the kernel backend, tio_batch_submit() sends the records through
@@ -12,7 +12,7 @@
  *   uring_cmd (TIO_BATCH_VECTORED), or one uring_cmd each
  *   (TIO_BATCH_URING), or one ioctl each (TIO_BATCH_IOCTL); a batch with
  *   no userspace call in the middle costs one io_uring_enter.
- * - A fence wait (tio.stream.wait, tio_batch_fence_wait()) is asynchronous:
+ * - A fence wait (tio.fence.wait, tio_batch_fence_wait()) is asynchronous:
  *   it parks in the kernel and its slot completes when the fence signals;
  *   entries after it do not wait for it. tio_batch_wait() collects them.
  * - Errors stay in their slot and never affect other entries, unless the
@@ -100,7 +100,7 @@ TIO_API int64_t tio_batch_add(tio_batch_t *b, tio_object_t *func,
 			      const tio_any_t *args, int32_t nargs);
 
 /**
- * tio_batch_add_cmd() - queue one raw command record
+ * tio_batch_add_record() - queue one raw command record
  * @b: the batch
  * @op: TIO_IOC_<OP> (not SUBMIT)
  * @payload: its payload (copied)
@@ -113,7 +113,7 @@ TIO_API int64_t tio_batch_add(tio_batch_t *b, tio_object_t *func,
  *
  * Return: the entry's index, or -1 with an error raised.
  */
-TIO_API int64_t tio_batch_add_cmd(tio_batch_t *b, unsigned int op,
+TIO_API int64_t tio_batch_add_record(tio_batch_t *b, unsigned int op,
 				  const void *payload, size_t size);
 
 /** tio_batch_fence_emit() - queue FENCE_EMIT; the slot gets the seqno */

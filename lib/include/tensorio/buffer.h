@@ -6,7 +6,7 @@
  *
  * A tio_buffer_t is an FFI object (type "tio.Buffer"): it starts with a
  * tio_object_t header, is reference counted with tio_object_incref() /
- * tio_object_decref() (or tio_buffer_release()), and the last reference
+ * tio_object_decref() (or tio_buffer_decref()), and the last reference
  * frees the backend's buffer. Errors: -1 with an error raised, see
  * tensorio/context.h.
  */
@@ -31,7 +31,8 @@ typedef struct tio_stream tio_stream_t;
 
 /**
  * tio_buffer_alloc() - allocate zeroed pinned memory
- * @size: bytes, rounded up to whole pages
+ * @size: bytes, rounded up to whole pages; 0 with @desc: the bytes @desc
+ *	reaches (tio_desc_nbytes())
  * @desc: a tensor descriptor to attach, or NULL
  * @out: the buffer (one reference, the caller's)
  *
@@ -125,7 +126,7 @@ TIO_API int tio_buffer_attach_fence(tio_buffer_t *buf, tio_stream_t *stream,
  * tio_buffer_wait() - wait for the buffer's attached fences
  * @buf: the buffer
  * @flags: TIO_RESV_F_WRITE (writers only) | TIO_WAIT_F_ABSOLUTE
- * @timeout_ns: as tio_stream_wait()
+ * @timeout_ns: as tio_fence_wait()
  * @status: the first error among them (0 when clean), or NULL
  *
  * Return: 0, or -1 with an error raised (ETIME on timeout).
@@ -134,10 +135,10 @@ TIO_API int tio_buffer_wait(tio_buffer_t *buf, unsigned int flags,
 			    int64_t timeout_ns, int *status);
 
 /**
- * tio_buffer_release() - drop a reference (NULL is ignored)
+ * tio_buffer_decref() - drop a reference (NULL is ignored)
  * @buf: the buffer
  */
-TIO_API void tio_buffer_release(tio_buffer_t *buf);
+TIO_API void tio_buffer_decref(tio_buffer_t *buf);
 
 /**
  * tio_buffer_to_dlpack() - a DLPack tensor over the buffer's memory
@@ -171,6 +172,29 @@ TIO_API int tio_buffer_tensor(tio_buffer_t *buf, const struct tio_tensor_desc *d
  * Return: 0, or -1 with an error raised (EINVAL, EOVERFLOW, ERANGE).
  */
 TIO_API int tio_desc_check(const struct tio_tensor_desc *desc, uint64_t size);
+
+/**
+ * tio_desc_init() - a dense descriptor of a dtype and a shape
+ * @desc: the descriptor (overwritten)
+ * @dtype: the element type
+ * @ndim: dimensions, 0 to TIO_MAX_NDIM
+ * @shape: @ndim sizes, none negative
+ *
+ * Return: 0, or -1 with an error raised (a bad dtype or shape).
+ */
+TIO_API int tio_desc_init(struct tio_tensor_desc *desc, DLDataType dtype, int ndim,
+			  const int64_t *shape);
+
+/**
+ * tio_desc_nbytes() - the bytes a descriptor reaches (byte_offset included)
+ * @desc: the descriptor
+ * @bytes: the size a buffer needs to hold it
+ *
+ * tio_buffer_alloc(0, desc, ...) allocates this much.
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+TIO_API int tio_desc_nbytes(const struct tio_tensor_desc *desc, uint64_t *bytes);
 
 #ifdef __cplusplus
 }

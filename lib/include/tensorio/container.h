@@ -90,7 +90,7 @@ TIO_API int tio_array_push(tio_object_t *arr, const tio_any_t *value);
 /**
  * tio_array_pop() - remove the last element
  * @arr: the Array
- * @out: the element (owned), or NULL to release it
+ * @out: the element (owned), or NULL to drop it
  *
  * Return: 0, or -1 with an IndexError raised when empty.
  */

@@ -90,7 +90,7 @@ TIO_API int64_t tio_debug_live_handles(void);
 
 /**
  * tio_device_register_globals() - register the tio.* global functions
- * (tio.buffer.alloc, tio.stream.signal, ...) in the FFI registry
+ * (tio.buffer.alloc, tio.fence.signal, ...) in the FFI registry
  *
  * Done on the first use of the device API; a program that drives the
  * device through the FFI alone calls this (or tio_init()) once first.

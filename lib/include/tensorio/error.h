@@ -69,7 +69,7 @@ TIO_API int tio_error_new(const char *kind, const char *message,
  * @kind: its kind
  * @fmt: printf format of its message
  *
- * Replaces (and releases) any error already raised. The backtrace is that
+ * Replaces (and drops) any error already raised. The backtrace is that
  * of the caller.
  *
  * Return: -1, so that a failing function can "return tio_error_raise(...)".
@@ -110,7 +110,7 @@ TIO_API tio_object_t *tio_error_move_from_raised(void);
 TIO_API tio_object_t *tio_error_peek_raised(void);
 
 /**
- * tio_error_clear() - release the raised error, if any
+ * tio_error_clear() - drop the raised error, if any
  */
 TIO_API void tio_error_clear(void);
 
@@ -132,19 +132,19 @@ TIO_API void tio_error_clear(void);
 TIO_API int tio_backtrace(int skip, char **out);
 
 /** tio_error_kind() - the kind of an Error */
-static inline const char *tio_error_kind(const tio_object_t *err)
+TIO_INLINE const char *tio_error_kind(const tio_object_t *err)
 {
 	return ((const tio_error_obj_t *)err)->cell.kind.data;
 }
 
 /** tio_error_message() - the message of an Error */
-static inline const char *tio_error_message(const tio_object_t *err)
+TIO_INLINE const char *tio_error_message(const tio_object_t *err)
 {
 	return ((const tio_error_obj_t *)err)->cell.message.data;
 }
 
 /** tio_error_backtrace() - the backtrace of an Error ("" when none) */
-static inline const char *tio_error_backtrace(const tio_object_t *err)
+TIO_INLINE const char *tio_error_backtrace(const tio_object_t *err)
 {
 	const tio_error_obj_t *e = (const tio_error_obj_t *)err;
 
@@ -152,7 +152,7 @@ static inline const char *tio_error_backtrace(const tio_object_t *err)
 }
 
 /** tio_error_cause() - the cause of an Error (borrowed), or NULL */
-static inline tio_object_t *tio_error_cause(const tio_object_t *err)
+TIO_INLINE tio_object_t *tio_error_cause(const tio_object_t *err)
 {
 	return ((const tio_error_obj_t *)err)->cause;
 }

@@ -108,7 +108,7 @@ TIO_API int tio_func_set_global(const char *name, tio_object_t *func,
  * that lives as long as the process
  * @name: the name
  * @call: the callback
- * @self: its context (never released)
+ * @self: its context (never decref'd)
  * @allow_override: replace an existing registration instead of failing
  *
  * For code that registers its functions once, at load time (library

@@ -6,7 +6,7 @@
  * Layout (TVM FFI C ABI): a 64-bit combined reference count (strong count
  * in the low 32 bits, weak count in the high 32), the type index, 4 bytes of
  * padding and the deleter. A new object has strong 1 and weak 1: the strong
- * references together hold one weak reference, released after the last
+ * references together hold one weak reference, dropped after the last
  * strong one goes. The deleter is called with TIO_DELETER_STRONG when the
  * last strong reference goes (destroy the contents, keep the memory), with
  * TIO_DELETER_WEAK when the last weak reference goes (free the memory), or
@@ -82,7 +82,7 @@ static inline void tio_object_init(tio_object_t *obj, int32_t type_index,
  * The caller must already hold a strong reference (or have obtained @obj
  * from something that holds one for the duration of the call).
  */
-static inline void tio_object_incref(tio_object_t *obj)
+TIO_INLINE void tio_object_incref(tio_object_t *obj)
 {
 	if (obj)
 		__atomic_fetch_add(&obj->combined_ref_count, 1, __ATOMIC_RELAXED);
@@ -92,7 +92,7 @@ static inline void tio_object_incref(tio_object_t *obj)
  * tio_object_weak_incref() - take a weak reference
  * @obj: the object; the caller holds a strong or weak reference to it
  */
-static inline void tio_object_weak_incref(tio_object_t *obj)
+TIO_INLINE void tio_object_weak_incref(tio_object_t *obj)
 {
 	__atomic_fetch_add(&obj->combined_ref_count, TIO_REFCOUNT_WEAK_ONE,
 			   __ATOMIC_RELAXED);
@@ -105,7 +105,7 @@ static inline void tio_object_weak_incref(tio_object_t *obj)
  * Frees the memory (deleter with TIO_DELETER_WEAK) when it was the last
  * weak reference and no strong one is left.
  */
-static inline void tio_object_weak_decref(tio_object_t *obj)
+TIO_INLINE void tio_object_weak_decref(tio_object_t *obj)
 {
 	uint64_t old = __atomic_fetch_sub(&obj->combined_ref_count,
 					  TIO_REFCOUNT_WEAK_ONE, __ATOMIC_RELEASE);
@@ -123,7 +123,7 @@ static inline void tio_object_weak_decref(tio_object_t *obj)
  * The last strong reference destroys the object's contents; its memory goes
  * when no weak reference is left either.
  */
-static inline void tio_object_decref(tio_object_t *obj)
+TIO_INLINE void tio_object_decref(tio_object_t *obj)
 {
 	uint64_t old;
 

@@ -30,25 +30,25 @@ extern "C" {
 TIO_API int tio_stream_create(tio_stream_t **out);
 
 /**
- * tio_stream_release() - drop a reference (NULL is ignored)
+ * tio_stream_decref() - drop a reference (NULL is ignored)
  * @s: the stream
  */
-TIO_API void tio_stream_release(tio_stream_t *s);
+TIO_API void tio_stream_decref(tio_stream_t *s);
 
 /** tio_stream_handle() - the backend's handle of the stream */
 TIO_API uint32_t tio_stream_handle(const tio_stream_t *s);
 
 /**
- * tio_stream_emit() - add the next point
+ * tio_fence_emit() - add the next point
  * @s: the stream
  * @seqno: the new point's seqno
  *
  * Return: 0, or -1 with an error raised.
  */
-TIO_API int tio_stream_emit(tio_stream_t *s, uint64_t *seqno);
+TIO_API int tio_fence_emit(tio_stream_t *s, uint64_t *seqno);
 
 /**
- * tio_stream_signal() - signal every point up to @seqno
+ * tio_fence_signal() - signal every point up to @seqno
  * @s: the stream
  * @seqno: an emitted seqno
  * @error: 0 or a negative errno the newly signalled points carry
@@ -56,10 +56,10 @@ TIO_API int tio_stream_emit(tio_stream_t *s, uint64_t *seqno);
  * Return: 0, or -1 with an error raised (EINVAL for a seqno never emitted
  * or a positive @error).
  */
-TIO_API int tio_stream_signal(tio_stream_t *s, uint64_t seqno, int error);
+TIO_API int tio_fence_signal(tio_stream_t *s, uint64_t seqno, int error);
 
 /**
- * tio_stream_wait() - wait for a point
+ * tio_fence_wait() - wait for a point
  * @s: the stream
  * @seqno: an emitted seqno
  * @timeout_ns: relative nanoseconds; 0 polls; negative waits forever
@@ -68,7 +68,7 @@ TIO_API int tio_stream_signal(tio_stream_t *s, uint64_t seqno, int error);
  * Return: 0 once signalled, or -1 with an error raised (ETIME when the
  * timeout passed, EINVAL for a seqno never emitted).
  */
-TIO_API int tio_stream_wait(tio_stream_t *s, uint64_t seqno, int64_t timeout_ns,
+TIO_API int tio_fence_wait(tio_stream_t *s, uint64_t seqno, int64_t timeout_ns,
 			    int *status);
 
 /**
@@ -89,7 +89,7 @@ TIO_API const volatile uint64_t *tio_stream_seqno_word(tio_stream_t *s);
 TIO_API uint64_t tio_stream_signalled(tio_stream_t *s);
 
 /**
- * tio_stream_export_sync_file() - a sync_file fd for a point
+ * tio_fence_export() - a sync_file fd for a point
  * @s: the stream
  * @seqno: an emitted point
  * @flags: TIO_EXPORT_F_CLOEXEC or 0
@@ -97,18 +97,18 @@ TIO_API uint64_t tio_stream_signalled(tio_stream_t *s);
  *
  * Return: 0, or -1 with an error raised (EOPNOTSUPP on the user backend).
  */
-TIO_API int tio_stream_export_sync_file(tio_stream_t *s, uint64_t seqno,
+TIO_API int tio_fence_export(tio_stream_t *s, uint64_t seqno,
 					unsigned int flags, int *fd);
 
 /**
- * tio_stream_import_sync_file() - add a point that waits for a sync_file
+ * tio_fence_import() - add a point that waits for a sync_file
  * @s: the stream
  * @fd: the sync_file (not consumed)
  * @seqno: the new point
  *
  * Return: 0, or -1 with an error raised (EOPNOTSUPP on the user backend).
  */
-TIO_API int tio_stream_import_sync_file(tio_stream_t *s, int fd, uint64_t *seqno);
+TIO_API int tio_fence_import(tio_stream_t *s, int fd, uint64_t *seqno);
 
 #ifdef __cplusplus
 }

@@ -72,7 +72,7 @@ TIO_API int tio_tensor_from_dlpack_versioned(DLManagedTensorVersioned *mt,
 /**
  * tio_tensor_to_dlpack() - share a Tensor as a legacy DLPack tensor
  * @t: the Tensor
- * @out: a managed tensor sharing @t's memory; its deleter releases it
+ * @out: a managed tensor sharing @t's memory; its deleter drops its reference
  *
  * Return: 0, or -1 with an error raised.
  */

@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memcpy(p, data + 1, sizeof(p));
 		sanitize(op, p, data[0] >> 4);
-		if (tio_batch_add_cmd(b, op, p, _IOC_SIZE(op)) < 0)
+		if (tio_batch_add_record(b, op, p, _IOC_SIZE(op)) < 0)
 			tio_error_clear();
 	}
 	if (tio_batch_submit(b) < 0)
@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		tio_batch_status(b, i);
 		tio_batch_error(b, i);
 		if (!tio_batch_result(b, i, &v))
-			tio_any_release(&v);
+			tio_any_decref(&v);
 		tio_error_clear();
 		/* Close what exports handed out. */
 		if (rec && !rec->result && rec->op == TIO_IOC_BUF_EXPORT)

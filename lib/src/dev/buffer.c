@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * tio.Buffer: an FFI object owning one backend buffer handle.
+ *
+ * Locking: buf->lock guards the lazily created mapping; everything else is
+ * set once before the object is published.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <tensorio/error.h>
+#include <tensorio/tensor.h>
+
+#include "dev/dev_internal.h"
+
+static void tio_buffer_finalize(void *self)
+{
+	struct tio_buffer *buf = self;
+	struct tio_handle_op op = { .handle = (uint32_t)buf->handle };
+
+	if (buf->gpu_unregister)
+		buf->gpu_unregister(buf);
+	if (buf->mapped)
+		buf->ctx->ops->unmap(buf->ctx, buf->data, (size_t)buf->size);
+	/* Cannot fail for a handle we own; nothing to report to anyway. */
+	buf->ctx->ops->exec(buf->ctx, tio_cmds[TIO_CMD_BUF_FREE].op, &op);
+	pthread_mutex_destroy(&buf->lock);
+	__atomic_fetch_sub(&buf->ctx->live, 1, __ATOMIC_RELEASE);
+	tio_ctx_put(buf->ctx);
+}
+
+/**
+ * tio_buffer_wrap() - make the object for a buffer handle just created
+ * @ctx: the context
+ * @handle: the handle (freed here on failure)
+ * @kind: TIO_BUF_KIND_*
+ * @size: its size
+ * @mmap_offset: its mmap offset
+ * @user_addr: for pinned user memory, the memory; else NULL
+ * @out: the object
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+int tio_buffer_wrap(struct tio_ctx *ctx, uint32_t handle, uint32_t kind,
+		    uint64_t size, uint64_t mmap_offset, void *user_addr,
+		    tio_buffer_t **out)
+{
+	struct tio_handle_op op = { .handle = handle };
+	int32_t type = tio_buffer_type_index();
+	struct tio_buffer *buf = NULL;
+
+	if (type >= 0)
+		buf = tio_object_alloc(sizeof(*buf), type, tio_buffer_finalize);
+	if (!buf) {
+		ctx->ops->exec(ctx, tio_cmds[TIO_CMD_BUF_FREE].op, &op);
+		return -1;
+	}
+	buf->handle = handle;
+	buf->kind = kind;
+	buf->size = (int64_t)size;
+	buf->mmap_offset = mmap_offset;
+	buf->data = user_addr;
+	buf->ctx = ctx;
+	pthread_mutex_init(&buf->lock, NULL);
+	__atomic_fetch_add(&ctx->live, 1, __ATOMIC_RELAXED);
+	tio_ctx_hold(ctx);
+	*out = buf;
+	return 0;
+}
+
+/* Run a command whose result is a new buffer. */
+static int tio_buffer_new(enum tio_cmd_id id, const tio_any_t *args, int32_t nargs,
+			  tio_buffer_t **out)
+{
+	struct tio_cmd c;
+	tio_any_t ret;
+
+	if (tio_cmd_run(&tio_cmds[id], args, nargs, c.payload.bytes, &ret))
+		return -1;
+	*out = (tio_buffer_t *)ret.v_obj;
+	return 0;
+}
+
+int tio_buffer_alloc(size_t size, const struct tio_tensor_desc *desc,
+		     tio_buffer_t **out)
+{
+	tio_any_t args[2] = { tio_any_int((int64_t)size), tio_any_ptr((void *)desc) };
+	uint64_t bytes;
+
+	/* No size: the descriptor's. */
+	if (!size && desc) {
+		if (tio_desc_nbytes(desc, &bytes))
+			return -1;
+		args[0] = tio_any_int(bytes ? (int64_t)bytes : 1);
+	}
+	return tio_buffer_new(TIO_CMD_BUF_ALLOC, args, 2, out);
+}
+
+int tio_buffer_pin(void *addr, size_t size, unsigned int flags, tio_buffer_t **out)
+{
+	tio_any_t args[3] = { tio_any_ptr(addr), tio_any_int((int64_t)size),
+			      tio_any_int(flags) };
+
+	return tio_buffer_new(TIO_CMD_BUF_PIN_USER, args, 3, out);
+}
+
+int tio_buffer_import(int fd, tio_buffer_t **out)
+{
+	tio_any_t arg = tio_any_int(fd);
+
+	return tio_buffer_new(TIO_CMD_BUF_IMPORT, &arg, 1, out);
+}
+
+/* Run a command on @buf and its other arguments; the payload stays in @c. */
+static int tio_buffer_cmd(enum tio_cmd_id id, tio_buffer_t *buf, tio_any_t *args,
+			  int32_t nargs, struct tio_cmd *c)
+{
+	tio_any_t ret;
+
+	args[0] = tio_any_object(&buf->header);
+	return tio_cmd_run(&tio_cmds[id], args, nargs, c->payload.bytes, &ret);
+}
+
+int tio_buffer_export(tio_buffer_t *buf, unsigned int flags, int *fd)
+{
+	tio_any_t args[2] = { { 0 }, tio_any_int(flags) };
+	struct tio_cmd c;
+
+	if (tio_buffer_cmd(TIO_CMD_BUF_EXPORT, buf, args, 2, &c))
+		return -1;
+	*fd = ((struct tio_buf_export *)c.payload.bytes)->fd;
+	return 0;
+}
+
+void *tio_buffer_data(tio_buffer_t *buf)
+{
+	void *p;
+	int ret;
+
+	pthread_mutex_lock(&buf->lock);
+	p = buf->data;
+	if (!p) {
+		ret = buf->ctx->ops->map(buf->ctx, buf->mmap_offset, (size_t)buf->size,
+					 PROT_READ | PROT_WRITE, &p);
+		if (ret < 0) {
+			pthread_mutex_unlock(&buf->lock);
+			tio_raise_errno(ret, "mapping buffer %lld (%lld bytes)",
+					(long long)buf->handle, (long long)buf->size);
+			return NULL;
+		}
+		buf->data = p;
+		buf->mapped = !ret;	/* 1: the backend's own mapping */
+	}
+	pthread_mutex_unlock(&buf->lock);
+	return p;
+}
+
+size_t tio_buffer_size(const tio_buffer_t *buf)
+{
+	return (size_t)buf->size;
+}
+
+uint32_t tio_buffer_handle(const tio_buffer_t *buf)
+{
+	return (uint32_t)buf->handle;
+}
+
+int tio_buffer_info(tio_buffer_t *buf, struct tio_buf_info *info,
+		    struct tio_tensor_desc *desc)
+{
+	tio_any_t args[2] = { { 0 }, tio_any_ptr(desc) };
+	struct tio_cmd c;
+
+	if (tio_buffer_cmd(TIO_CMD_BUF_INFO, buf, args, 2, &c))
+		return -1;
+	memcpy(info, c.payload.bytes, sizeof(*info));
+	return 0;
+}
+
+int tio_buffer_set_desc(tio_buffer_t *buf, const struct tio_tensor_desc *desc)
+{
+	tio_any_t args[3] = { { 0 }, tio_any_ptr((void *)desc),
+			      tio_any_int(desc ? 0 : TIO_DESC_CLEAR) };
+	struct tio_cmd c;
+
+	return tio_buffer_cmd(TIO_CMD_BUF_SET_DESC, buf, args, 3, &c);
+}
+
+int tio_buffer_attach_fence(tio_buffer_t *buf, tio_stream_t *stream,
+			    uint64_t seqno, unsigned int flags)
+{
+	tio_any_t args[4] = { { 0 }, tio_any_object(stream ? &stream->header : NULL),
+			      tio_any_int((int64_t)seqno), tio_any_int(flags) };
+	struct tio_cmd c;
+
+	return tio_buffer_cmd(TIO_CMD_BUF_ATTACH_FENCE, buf, args, 4, &c);
+}
+
+int tio_buffer_wait(tio_buffer_t *buf, unsigned int flags, int64_t timeout_ns,
+		    int *status)
+{
+	tio_any_t args[3] = { { 0 }, tio_any_int(timeout_ns), tio_any_int(flags) };
+	struct tio_cmd c;
+
+	if (tio_buffer_cmd(TIO_CMD_BUF_WAIT, buf, args, 3, &c))
+		return -1;
+	if (status)
+		*status = ((struct tio_buf_wait *)c.payload.bytes)->status;
+	return 0;
+}
+
+void tio_buffer_decref(tio_buffer_t *buf)
+{
+	if (buf)
+		tio_object_decref(&buf->header);
+}
+
+/* What a DLPack export of a buffer holds. */
+struct tio_buf_dlpack {
+	DLManagedTensorVersioned mt;
+	tio_buffer_t *buf;
+	int64_t shape[TIO_MAX_NDIM];
+	int64_t strides[TIO_MAX_NDIM];
+};
+
+static void tio_buf_dlpack_delete(DLManagedTensorVersioned *mt)
+{
+	struct tio_buf_dlpack *d = mt->manager_ctx;
+
+	tio_buffer_decref(d->buf);
+	free(d);
+}
+
+int tio_buffer_to_dlpack(tio_buffer_t *buf, const struct tio_tensor_desc *desc,
+			 DLManagedTensorVersioned **out)
+{
+	struct tio_tensor_desc own;
+	struct tio_buf_dlpack *d;
+	struct tio_buf_info info;
+	unsigned int i;
+	void *data;
+	int ret;
+
+	if (!desc) {
+		if (tio_buffer_info(buf, &info, &own))
+			return -1;
+		if (!(info.state & TIO_BUF_S_DESC))
+			return tio_raise_errno(EINVAL,
+				"buffer %lld has no tensor descriptor", (long long)buf->handle);
+		desc = &own;
+	}
+	ret = tio_desc_validate(desc, (uint64_t)buf->size);
+	if (ret)
+		return tio_raise_errno(ret, "tensor descriptor over buffer %lld",
+				       (long long)buf->handle);
+	data = tio_buffer_data(buf);
+	if (!data)
+		return -1;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return tio_raise_errno(ENOMEM, "DLPack export of buffer %lld",
+				       (long long)buf->handle);
+	for (i = 0; i < desc->ndim; i++) {
+		d->shape[i] = desc->shape[i];
+		d->strides[i] = desc->strides[i];
+	}
+	d->buf = buf;
+	tio_object_incref(&buf->header);
+	d->mt.version.major = TIO_DLPACK_MAJOR;
+	d->mt.version.minor = TIO_DLPACK_MINOR;
+	d->mt.manager_ctx = d;
+	d->mt.deleter = tio_buf_dlpack_delete;
+	d->mt.dl_tensor.data = data;
+	d->mt.dl_tensor.device.device_type = kDLCPU;
+	d->mt.dl_tensor.device.device_id = 0;
+	d->mt.dl_tensor.ndim = desc->ndim;
+	d->mt.dl_tensor.dtype.code = desc->code;
+	d->mt.dl_tensor.dtype.bits = desc->bits;
+	d->mt.dl_tensor.dtype.lanes = desc->lanes;
+	d->mt.dl_tensor.shape = d->shape;
+	d->mt.dl_tensor.strides = (desc->flags & TIO_DESC_F_STRIDED) ? d->strides : NULL;
+	d->mt.dl_tensor.byte_offset = desc->byte_offset;
+	*out = &d->mt;
+	return 0;
+}
+
+int tio_buffer_tensor(tio_buffer_t *buf, const struct tio_tensor_desc *desc,
+		      tio_object_t **out)
+{
+	DLManagedTensorVersioned *mt;
+
+	if (tio_buffer_to_dlpack(buf, desc, &mt))
+		return -1;
+	if (tio_tensor_from_dlpack_versioned(mt, 0, 0, out)) {
+		mt->deleter(mt);
+		return -1;
+	}
+	return 0;
+}

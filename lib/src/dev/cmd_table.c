@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The command table (cmd_table.h): one row per driver command, and what
+ * is driven from it: encoding FFI arguments into a payload, decoding a
+ * result, the FFI globals (tio.buffer.alloc, tio.fence.signal, ...) and
+ * the FFI types tio.Buffer and tio.Stream they take and return.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <tensorio/error.h>
+#include <tensorio/function.h>
+#include <tensorio/string.h>
+#include <tensorio/type.h>
+
+#include "dev/dev_internal.h"
+
+static pthread_once_t tio_dev_types_once = PTHREAD_ONCE_INIT;
+/* Written once, under the once; -1 until then (no object can match). */
+struct tio_dev_types tio_dev_types = { -1, -1 };
+
+static void tio_dev_field(int32_t type, const char *name, const char *doc,
+			  size_t offset, size_t size)
+{
+	tio_field_info_t f;
+
+	memset(&f, 0, sizeof(f));
+	f.struct_size = sizeof(f);
+	f.name = name;
+	f.doc = doc;
+	f.offset = (int64_t)offset;
+	f.size = (int64_t)size;
+	f.field_type_index = TIO_TYPE_INT;
+	if (tio_type_register_field(type, &f))
+		tio_error_clear();	/* already registered: keep going */
+}
+
+static void tio_dev_types_register(void)
+{
+	int32_t b, s;
+
+	if (tio_type_register("tio.Buffer", TIO_TYPE_OBJECT, &b) ||
+	    tio_type_register("tio.Stream", TIO_TYPE_OBJECT, &s))
+		return;
+	tio_dev_field(b, "handle", "the backend's buffer handle",
+		      offsetof(struct tio_buffer, handle), sizeof(int64_t));
+	tio_dev_field(b, "kind", "TIO_BUF_KIND_* (1 alloc, 2 user, 3 import)",
+		      offsetof(struct tio_buffer, kind), sizeof(int64_t));
+	tio_dev_field(b, "size", "size in bytes",
+		      offsetof(struct tio_buffer, size), sizeof(int64_t));
+	tio_dev_field(s, "handle", "the backend's stream handle",
+		      offsetof(struct tio_stream, handle), sizeof(int64_t));
+	tio_dev_field(s, "context", "the timeline's dma_fence context",
+		      offsetof(struct tio_stream, context), sizeof(int64_t));
+	tio_type_set_doc(b, "a tensorio buffer (pinned memory, dma-buf)");
+	tio_type_set_doc(s, "a tensorio stream (fence timeline)");
+	tio_error_clear();
+	__atomic_store_n(&tio_dev_types.buffer, b, __ATOMIC_RELEASE);
+	__atomic_store_n(&tio_dev_types.stream, s, __ATOMIC_RELEASE);
+}
+
+static int32_t tio_dev_type(int32_t *which, const char *name)
+{
+	int32_t t;
+
+	pthread_once(&tio_dev_types_once, tio_dev_types_register);
+	t = __atomic_load_n(which, __ATOMIC_ACQUIRE);
+	if (t < 0)
+		tio_raise_errno(ENOMEM, "registering the FFI type %s", name);
+	return t;
+}
+
+/** tio_buffer_type_index() - tio.Buffer's type index, or -1 with an error raised */
+int32_t tio_buffer_type_index(void)
+{
+	return tio_dev_type(&tio_dev_types.buffer, "tio.Buffer");
+}
+
+/** tio_stream_type_index() - tio.Stream's type index, or -1 with an error raised */
+int32_t tio_stream_type_index(void)
+{
+	return tio_dev_type(&tio_dev_types.stream, "tio.Stream");
+}
+
+/* Decoding: the commands that create an object. */
+static int dec_buf_alloc(struct tio_ctx *ctx, const void *p, tio_any_t *ret)
+{
+	const struct tio_buf_alloc *a = p;
+	uint64_t pg = ctx->page_size;
+	tio_buffer_t *buf;
+
+	if (tio_buffer_wrap(ctx, a->handle, TIO_BUF_KIND_ALLOC,
+			    (a->size + pg - 1) & ~(pg - 1), a->mmap_offset, NULL, &buf))
+		return -1;
+	*ret = tio_any_object(&buf->header);
+	return 0;
+}
+
+static int dec_buf_pin(struct tio_ctx *ctx, const void *p, tio_any_t *ret)
+{
+	const struct tio_buf_pin *a = p;
+	tio_buffer_t *buf;
+
+	if (tio_buffer_wrap(ctx, a->handle, TIO_BUF_KIND_USER, a->size,
+			    a->mmap_offset, (void *)(uintptr_t)a->addr, &buf))
+		return -1;
+	*ret = tio_any_object(&buf->header);
+	return 0;
+}
+
+static int dec_buf_import(struct tio_ctx *ctx, const void *p, tio_any_t *ret)
+{
+	const struct tio_buf_import *a = p;
+	tio_buffer_t *buf;
+
+	if (tio_buffer_wrap(ctx, a->handle, TIO_BUF_KIND_IMPORT, a->size,
+			    a->mmap_offset, NULL, &buf))
+		return -1;
+	*ret = tio_any_object(&buf->header);
+	return 0;
+}
+
+static int dec_stream_create(struct tio_ctx *ctx, const void *p, tio_any_t *ret)
+{
+	tio_stream_t *s;
+
+	if (tio_stream_wrap(ctx, p, &s))
+		return -1;
+	*ret = tio_any_object(&s->header);
+	return 0;
+}
+
+/* Row helpers: an argument stored in field @f of payload struct @s. */
+#define FIELD(s, f) sizeof(((struct s *)0)->f), offsetof(struct s, f)
+#define A_INT(n, s, f, d, l, h) { n, TIO_ARG_INT, FIELD(s, f), d, l, h, NULL }
+#define A_RANGE(n, s, f, d, l, h, r) { n, TIO_ARG_INT, FIELD(s, f), d, l, h, r }
+#define A_U32(n, s, f, d) A_INT(n, s, f, d, 0, UINT32_MAX)
+#define A_S32(n, s, f, d) A_INT(n, s, f, d, INT32_MIN, INT32_MAX)
+#define A_64(n, s, f, d) A_INT(n, s, f, d, INT64_MIN, INT64_MAX)
+#define A_PTR(n, s, f) { n, TIO_ARG_PTR, FIELD(s, f), 0, 0, 0, NULL }
+#define A_BUF(s, f) { "buffer", TIO_ARG_BUFFER, FIELD(s, f), 0, 0, 0, NULL }
+#define A_STREAM(s, f) { "stream", TIO_ARG_STREAM, FIELD(s, f), 0, 0, 0, NULL }
+#define R_INT(s, f) .ret = TIO_RET_INT, .ret_width = sizeof(((struct s *)0)->f), \
+	.ret_offset = offsetof(struct s, f)
+#define R_OBJ(fn) .ret = TIO_RET_OBJECT, .decode = fn
+#define WAITS(s) .flags = TIO_CMD_F_WAIT | TIO_CMD_F_SIGNED, \
+	.timeout_offset = offsetof(struct s, timeout_ns)
+
+const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT] = {
+	[TIO_CMD_INFO] = { TIO_IOC_INFO, "INFO", "tio.driver.info", 0, { { 0 } },
+		R_INT(tio_info, features) },
+	[TIO_CMD_BUF_ALLOC] = { TIO_IOC_BUF_ALLOC, "BUF_ALLOC", "tio.buffer.alloc", 1, {
+		A_RANGE("size", tio_buf_alloc, size, 0, 1, INT64_MAX, "positive"),
+		A_PTR("desc", tio_buf_alloc, desc_ptr) },
+		R_OBJ(dec_buf_alloc) },
+	[TIO_CMD_BUF_PIN_USER] = { TIO_IOC_BUF_PIN_USER, "BUF_PIN_USER",
+		"tio.buffer.pin_user", 2, {
+		A_PTR("addr", tio_buf_pin, addr),
+		A_RANGE("size", tio_buf_pin, size, 0, 1, INT64_MAX, "positive"),
+		A_U32("flags", tio_buf_pin, flags, 0),
+		A_PTR("desc", tio_buf_pin, desc_ptr) },
+		R_OBJ(dec_buf_pin) },
+	[TIO_CMD_BUF_FREE] = { TIO_IOC_BUF_FREE, "BUF_FREE", NULL, 1, {
+		A_U32("handle", tio_handle_op, handle, 0) } },
+	[TIO_CMD_BUF_INFO] = { TIO_IOC_BUF_INFO, "BUF_INFO", "tio.buffer.info", 1, {
+		A_BUF(tio_buf_info, handle),
+		A_PTR("desc", tio_buf_info, desc_ptr) },
+		R_INT(tio_buf_info, size) },
+	[TIO_CMD_BUF_SET_DESC] = { TIO_IOC_BUF_SET_DESC, "BUF_SET_DESC",
+		"tio.buffer.set_desc", 2, {
+		A_BUF(tio_buf_desc, handle),
+		A_PTR("desc", tio_buf_desc, desc_ptr),
+		A_U32("flags", tio_buf_desc, flags, 0) } },
+	[TIO_CMD_BUF_EXPORT] = { TIO_IOC_BUF_EXPORT, "BUF_EXPORT", "tio.buffer.export", 1, {
+		A_BUF(tio_buf_export, handle),
+		A_U32("flags", tio_buf_export, flags, TIO_EXPORT_F_CLOEXEC) },
+		R_INT(tio_buf_export, fd), .flags = TIO_CMD_F_SIGNED },
+	[TIO_CMD_BUF_IMPORT] = { TIO_IOC_BUF_IMPORT, "BUF_IMPORT", "tio.buffer.import", 1, {
+		A_S32("fd", tio_buf_import, fd, 0) },
+		R_OBJ(dec_buf_import) },
+	[TIO_CMD_BUF_ATTACH_FENCE] = { TIO_IOC_BUF_ATTACH_FENCE, "BUF_ATTACH_FENCE",
+		"tio.buffer.attach_fence", 3, {
+		A_BUF(tio_buf_attach, handle),
+		A_STREAM(tio_buf_attach, stream),
+		A_64("seqno", tio_buf_attach, seqno, 0),
+		A_U32("flags", tio_buf_attach, flags, 0) } },
+	[TIO_CMD_BUF_WAIT] = { TIO_IOC_BUF_WAIT, "BUF_WAIT", "tio.buffer.wait", 1, {
+		A_BUF(tio_buf_wait, handle),
+		A_64("timeout_ns", tio_buf_wait, timeout_ns, -1),
+		A_U32("flags", tio_buf_wait, flags, 0) },
+		R_INT(tio_buf_wait, status), WAITS(tio_buf_wait) },
+	[TIO_CMD_STREAM_CREATE] = { TIO_IOC_STREAM_CREATE, "STREAM_CREATE",
+		"tio.stream.create", 0, { { 0 } },
+		R_OBJ(dec_stream_create) },
+	[TIO_CMD_STREAM_DESTROY] = { TIO_IOC_STREAM_DESTROY, "STREAM_DESTROY", NULL, 1, {
+		A_U32("handle", tio_handle_op, handle, 0) } },
+	[TIO_CMD_FENCE_EMIT] = { TIO_IOC_FENCE_EMIT, "FENCE_EMIT", "tio.fence.emit", 1, {
+		A_STREAM(tio_fence_emit, stream) },
+		R_INT(tio_fence_emit, seqno) },
+	[TIO_CMD_FENCE_SIGNAL] = { TIO_IOC_FENCE_SIGNAL, "FENCE_SIGNAL",
+		"tio.fence.signal", 2, {
+		A_STREAM(tio_fence_signal, stream),
+		A_64("seqno", tio_fence_signal, seqno, 0),
+		A_RANGE("error", tio_fence_signal, error, 0, -4095, 0,
+			"0 or a negative errno") } },
+	[TIO_CMD_FENCE_WAIT] = { TIO_IOC_FENCE_WAIT, "FENCE_WAIT", "tio.fence.wait", 2, {
+		A_STREAM(tio_fence_wait, stream),
+		A_64("seqno", tio_fence_wait, seqno, 0),
+		A_64("timeout_ns", tio_fence_wait, timeout_ns, -1) },
+		R_INT(tio_fence_wait, status), WAITS(tio_fence_wait) },
+	[TIO_CMD_FENCE_EXPORT] = { TIO_IOC_FENCE_EXPORT, "FENCE_EXPORT",
+		"tio.fence.export", 2, {
+		A_STREAM(tio_fence_export, stream),
+		A_64("seqno", tio_fence_export, seqno, 0),
+		A_U32("flags", tio_fence_export, flags, TIO_EXPORT_F_CLOEXEC) },
+		R_INT(tio_fence_export, fd), .flags = TIO_CMD_F_SIGNED },
+	[TIO_CMD_FENCE_IMPORT] = { TIO_IOC_FENCE_IMPORT, "FENCE_IMPORT",
+		"tio.fence.import", 2, {
+		A_STREAM(tio_fence_import, stream),
+		A_S32("fd", tio_fence_import, fd, 0) },
+		R_INT(tio_fence_import, seqno) },
+	[TIO_CMD_SUBMIT] = { TIO_IOC_SUBMIT, "SUBMIT", NULL, 0, { { 0 } } },
+};
+
+/**
+ * tio_cmd_of() - the row of a command
+ * @op: its ioctl number
+ *
+ * Return: the row, or NULL when @op is no command of this uapi.
+ */
+const struct tio_cmd_desc *tio_cmd_of(unsigned int op)
+{
+	size_t i;
+
+	for (i = 0; i < TIO_CMD_COUNT; i++)
+		if (tio_cmds[i].op == op)
+			return &tio_cmds[i];
+	return NULL;
+}
+
+const char *tio_op_name(unsigned int op)
+{
+	const struct tio_cmd_desc *cmd = tio_cmd_of(op);
+
+	return cmd ? cmd->name : "unknown command";
+}
+
+size_t tio_op_size(unsigned int op)
+{
+	return tio_cmd_of(op) ? _IOC_SIZE(op) : 0;
+}
+
+static int tio_arg_error(const struct tio_cmd_desc *cmd, int32_t i, const char *what)
+{
+	return tio_raise_errno(EINVAL, "%s: argument %d (%s) must be %s",
+			       cmd->global ? cmd->global : cmd->name, i + 1,
+			       cmd->args[i].name, what);
+}
+
+/* Store @v in the payload field of argument @a (4 or 8 bytes). */
+#define TIO_STORE(payload, a, v) do {					\
+	char *f_ = (char *)(payload) + (a)->offset;			\
+	uint64_t v64_ = (v);						\
+	uint32_t v32_ = (uint32_t)v64_;					\
+									\
+	if ((a)->width == 8)						\
+		memcpy(f_, &v64_, 8);					\
+	else								\
+		memcpy(f_, &v32_, 4);					\
+} while (0)
+
+static int tio_arg_range_error(const struct tio_cmd_desc *cmd, int32_t i, int64_t v)
+{
+	const struct tio_cmd_arg *a = &cmd->args[i];
+	char what[64];
+
+	if (a->range)
+		snprintf(what, sizeof(what), "%s", a->range);
+	else
+		snprintf(what, sizeof(what), "in [%lld, %lld]", (long long)a->lo,
+			 (long long)a->hi);
+	return tio_raise_errno(EINVAL, "%s: argument %d (%s) must be %s, got %lld",
+			       cmd->global ? cmd->global : cmd->name, i + 1, a->name,
+			       what, (long long)v);
+}
+
+/**
+ * tio_cmd_encode() - fill a command's payload from FFI arguments
+ * @cmd: the command
+ * @args: the arguments, as the row lists them
+ * @nargs: how many (optional ones take their defaults)
+ * @payload: the zeroed payload
+ * @keep: two slots for the objects whose handles went in (borrowed)
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+int tio_cmd_encode(const struct tio_cmd_desc *cmd, const tio_any_t *args,
+		   int32_t nargs, void *payload, tio_object_t **keep)
+{
+	const struct tio_cmd_arg *a = cmd->args;
+	tio_object_t *o;
+	int32_t i, max, t;
+
+	for (max = 0; max < TIO_CMD_MAX_ARGS && cmd->args[max].kind &&
+	     cmd->args[max].kind != TIO_ARG_FIXED; max++)
+		;
+	if (TIO_UNLIKELY(nargs < cmd->nreq || nargs > max))
+		return tio_raise_errno(EINVAL, "%s takes %d to %d arguments, got %d",
+				       cmd->global ? cmd->global : cmd->name,
+				       cmd->nreq, max, nargs);
+	/* No call on the way but the error paths': this is every call's path. */
+	for (i = 0; i < nargs; i++, a++) {
+		const tio_any_t *v = &args[i];
+
+		switch (a->kind) {
+		case TIO_ARG_INT:
+			if (v->type_index != TIO_TYPE_INT && v->type_index != TIO_TYPE_BOOL)
+				return tio_arg_error(cmd, i, "an int");
+			if (v->v_int64 < a->lo || v->v_int64 > a->hi)
+				return tio_arg_range_error(cmd, i, v->v_int64);
+			TIO_STORE(payload, a, (uint64_t)v->v_int64);
+			break;
+		case TIO_ARG_PTR:
+			if (v->type_index != TIO_TYPE_OPAQUE_PTR &&
+			    v->type_index != TIO_TYPE_INT && v->type_index != TIO_TYPE_NONE)
+				return tio_arg_error(cmd, i, "a pointer, an address or None");
+			TIO_STORE(payload, a, v->type_index == TIO_TYPE_NONE ? 0 : v->v_uint64);
+			break;
+		default:	/* TIO_ARG_BUFFER, TIO_ARG_STREAM */
+			t = __atomic_load_n(a->kind == TIO_ARG_BUFFER ? &tio_dev_types.buffer :
+					    &tio_dev_types.stream, __ATOMIC_RELAXED);
+			o = v->type_index >= TIO_TYPE_STATIC_OBJECT_BEGIN ? v->v_obj : NULL;
+			if (!o || o->type_index != t)
+				return tio_arg_error(cmd, i, a->kind == TIO_ARG_BUFFER ?
+						     "a tio.Buffer" : "a tio.Stream");
+			/* Both keep their handle in the same place. */
+			TIO_STORE(payload, a, (uint64_t)((struct tio_buffer *)o)->handle);
+			keep[keep[0] ? 1 : 0] = o;
+			break;
+		}
+	}
+	for (; i < TIO_CMD_MAX_ARGS && a->kind; i++, a++)
+		TIO_STORE(payload, a, (uint64_t)a->dflt);
+	return 0;
+}
+
+/**
+ * tio_cmd_decode() - the FFI value of a completed command
+ * @ctx: the context
+ * @cmd: the command
+ * @payload: its payload, outputs written back
+ * @ret: the value (owned): a new Buffer or Stream for the commands that
+ *	create one (which then owns the handle), an int for those that
+ *	produce one, None otherwise
+ *
+ * Return: 0, or -1 with an error raised (the handle is freed then).
+ */
+int tio_cmd_decode(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
+		   const void *payload, tio_any_t *ret)
+{
+	const char *f = (const char *)payload + cmd->ret_offset;
+	uint64_t u64;
+	uint32_t u32;
+
+	switch (cmd->ret) {
+	case TIO_RET_OBJECT:
+		return cmd->decode(ctx, payload, ret);
+	case TIO_RET_INT:
+		if (cmd->ret_width == 8) {
+			memcpy(&u64, f, 8);
+			*ret = tio_any_int((int64_t)u64);
+		} else {
+			memcpy(&u32, f, 4);
+			*ret = tio_any_int(cmd->flags & TIO_CMD_F_SIGNED ?
+					   (int64_t)(int32_t)u32 : (int64_t)u32);
+		}
+		return 0;
+	default:
+		*ret = tio_any_none();
+		return 0;
+	}
+}
+
+/**
+ * tio_cmd_run() - encode, run and decode one command
+ * @cmd: the command
+ * @args: its FFI arguments
+ * @nargs: how many
+ * @payload: TIO_CMD_PAYLOAD bytes for the payload; the outputs stay there
+ * @ret: the decoded result (owned)
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+static inline __attribute__((always_inline)) int
+tio_cmd_run_inline(const struct tio_cmd_desc *cmd, const tio_any_t *args,
+		   int32_t nargs, void *payload, tio_any_t *ret)
+{
+	tio_object_t *keep[2] = { NULL, NULL };
+	struct tio_ctx *ctx = tio_ctx_get();
+
+	*ret = tio_any_none();
+	if (TIO_UNLIKELY(!ctx))
+		return -1;
+	memset(payload, 0, TIO_CMD_PAYLOAD);
+	if (tio_cmd_encode(cmd, args, nargs, payload, keep) ||
+	    tio_exec(ctx, cmd, payload))
+		return -1;
+	return tio_cmd_decode(ctx, cmd, payload, ret);
+}
+
+int tio_cmd_run(const struct tio_cmd_desc *cmd, const tio_any_t *args,
+		int32_t nargs, void *payload, tio_any_t *ret)
+{
+	return tio_cmd_run_inline(cmd, args, nargs, payload, ret);
+}
+
+/* The safe call of every command's FFI global: self is its row. */
+static int tio_cmd_call(void *self, const tio_any_t *args, int32_t nargs,
+			tio_any_t *ret)
+{
+	struct tio_cmd c;
+
+	return tio_cmd_run_inline(self, args, nargs, c.payload.bytes, ret);
+}
+
+/**
+ * tio_cmd_of_func() - the command behind a Function, if it is one's global
+ * @func: a Function
+ *
+ * Return: the row, or NULL for any other function.
+ */
+const struct tio_cmd_desc *tio_cmd_of_func(tio_object_t *func)
+{
+	const tio_func_obj_t *f = (const tio_func_obj_t *)func;
+
+	return f->call == tio_cmd_call ? f->self : NULL;
+}
+
+/* Plain userspace functions. */
+static int fn_signalled(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	tio_object_t *o;
+	const volatile uint64_t *w;
+
+	(void)self;
+	if (nargs != 1 || tio_any_to_object(&args[0], tio_stream_type_index(), &o))
+		return tio_raise_errno(EINVAL, "tio.stream.signalled takes one tio.Stream");
+	w = tio_stream_seqno_word((tio_stream_t *)o);
+	if (!w)
+		return -1;
+	*ret = tio_any_int((int64_t)__atomic_load_n(w, __ATOMIC_ACQUIRE));
+	return 0;
+}
+
+static int fn_backend(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	const char *name;
+
+	(void)self; (void)args;
+	if (nargs)
+		return tio_raise_errno(EINVAL, "tio.backend takes no arguments");
+	name = tio_backend_name();
+	if (!name)
+		return -1;
+	return tio_str_from_cstr(name, ret);
+}
+
+static int fn_tensor(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	tio_object_t *o, *t;
+
+	(void)self;
+	if (nargs != 1 || tio_any_to_object(&args[0], tio_buffer_type_index(), &o))
+		return tio_raise_errno(EINVAL, "tio.buffer.tensor takes one tio.Buffer");
+	if (tio_buffer_tensor((tio_buffer_t *)o, NULL, &t))
+		return -1;
+	*ret = tio_any_object(t);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	tio_safe_call_t call;
+} user_fns[] = {
+	{ "tio.stream.signalled", fn_signalled },
+	{ "tio.backend", fn_backend },
+	{ "tio.buffer.tensor", fn_tensor },
+};
+
+static int tio_register_one(const char *name, tio_safe_call_t call, void *self)
+{
+	tio_object_t *f;
+	int ret;
+
+	if (tio_func_new(call, self, NULL, &f))
+		return -1;
+	ret = tio_func_set_global(name, f, 1);
+	tio_object_decref(f);
+	return ret;
+}
+
+static pthread_once_t tio_dev_functions_once = PTHREAD_ONCE_INIT;
+
+static void tio_dev_functions_init(void)
+{
+	size_t i;
+
+	for (i = 0; i < TIO_CMD_COUNT; i++)
+		if (tio_cmds[i].global)
+			tio_register_one(tio_cmds[i].global, tio_cmd_call, (void *)&tio_cmds[i]);
+	for (i = 0; i < sizeof(user_fns) / sizeof(user_fns[0]); i++)
+		tio_register_one(user_fns[i].name, user_fns[i].call, NULL);
+	tio_error_clear();
+}
+
+/**
+ * tio_device_register_globals() - register the tio.* global functions
+ *
+ * Done once per process, on the first call of this function or the first
+ * use of the device API (tio_init()). Not done when the library loads, so
+ * that a program using only the FFI core sees no extra globals.
+ *
+ * Return: 0.
+ */
+int tio_device_register_globals(void)
+{
+	pthread_once(&tio_dev_functions_once, tio_dev_functions_init);
+	return 0;
+}

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The per-process device context: backend selection, the driver's INFO
+ * and shutdown.
+ *
+ * Locking: tio_ctx_lock guards creation and destruction of the one
+ * context; readers take the published pointer with an acquire load, so the
+ * fast path takes no lock. tio_shutdown() refuses while objects live, so no
+ * reader can hold a context that goes away.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tensorio/error.h>
+
+#include "dev/dev_internal.h"
+
+static pthread_mutex_t tio_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Written under tio_ctx_lock, read with acquire (tio_ctx_get()). */
+struct tio_ctx *tio__ctx_cur;
+static int tio_ctx_create(struct tio_ctx **out)
+{
+	const char *want = getenv("TIO_BACKEND");
+	char why[256] = "";
+	struct tio_ctx *ctx;
+	int ret;
+
+	if (want && *want && strcmp(want, "kernel") && strcmp(want, "user"))
+		return tio_raise_errno(EINVAL,
+			"TIO_BACKEND=%s: unknown backend (use \"kernel\" or \"user\")",
+			want);
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return tio_raise_errno(ENOMEM, "allocating the context");
+	ctx->fd = -1;
+	ctx->refs = 1;	/* the published pointer's */
+	ctx->page_size = (size_t)sysconf(_SC_PAGESIZE);
+	if (!want || !*want || !strcmp(want, "kernel")) {
+		ret = tio_backend_kernel_open(ctx, why, sizeof(why));
+		if (!ret) {
+			ctx->kind = TIO_BACKEND_KERNEL;
+			ctx->ops = &tio_backend_kernel_ops;
+			goto done;
+		}
+		if (want && *want) {
+			free(ctx);
+			return tio_raise_errno(ret,
+				"TIO_BACKEND=kernel forced, but the kernel backend is unusable: %s",
+				why);
+		}
+	}
+	ret = tio_backend_user_open(ctx, why, sizeof(why));
+	if (ret) {
+		free(ctx);
+		return tio_raise_errno(ret, "the user backend is unusable: %s", why);
+	}
+	ctx->kind = TIO_BACKEND_USER;
+	ctx->ops = &tio_backend_user_ops;
+done:
+	*out = ctx;
+	return 0;
+}
+
+/**
+ * tio_ctx_get_slow() - the process' context, created on first use
+ *
+ * tio_ctx_get() (dev_internal.h) is the inline fast path.
+ *
+ * Return: the context, or NULL with an error raised.
+ */
+struct tio_ctx *tio_ctx_get_slow(void)
+{
+	struct tio_ctx *ctx;
+
+	pthread_mutex_lock(&tio_ctx_lock);
+	ctx = tio__ctx_cur;
+	if (!ctx && !tio_ctx_create(&ctx))
+		__atomic_store_n(&tio__ctx_cur, ctx, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&tio_ctx_lock);
+	if (ctx)
+		tio_device_register_globals();
+	return ctx;
+}
+
+/**
+ * tio_ctx_hold_current() - a reference on the process' context
+ *
+ * For objects that may outlive tio_shutdown() (batches): taken under the
+ * lock, so that a concurrent tio_shutdown() cannot free the context first.
+ *
+ * Return: the context, or NULL with an error raised.
+ */
+struct tio_ctx *tio_ctx_hold_current(void)
+{
+	struct tio_ctx *ctx = tio_ctx_get();
+
+	if (!ctx)
+		return NULL;
+	pthread_mutex_lock(&tio_ctx_lock);
+	ctx = tio__ctx_cur;
+	if (ctx)
+		tio_ctx_hold(ctx);
+	pthread_mutex_unlock(&tio_ctx_lock);
+	if (!ctx)
+		tio_raise_errno(ESHUTDOWN, "the context was shut down meanwhile");
+	return ctx;
+}
+
+/** tio_ctx_put() - drop a reference; the last one closes the backend */
+void tio_ctx_put(struct tio_ctx *ctx)
+{
+	if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	ctx->ops->destroy(ctx);
+	free(ctx);
+}
+
+/* tio_exec()'s error path: the message names the command and backend. */
+int tio_exec_failed(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd, int err)
+{
+	return tio_raise_errno(err, "%s (%s backend)", cmd->name, ctx->ops->name);
+}
+
+int tio_init(void)
+{
+	return tio_ctx_get() ? 0 : -1;
+}
+
+int tio_backend(void)
+{
+	struct tio_ctx *ctx = tio_ctx_get();
+
+	return ctx ? ctx->kind : -1;
+}
+
+const char *tio_backend_name(void)
+{
+	struct tio_ctx *ctx = tio_ctx_get();
+
+	return ctx ? ctx->ops->name : NULL;
+}
+
+int tio_driver_info(struct tio_info *out)
+{
+	struct tio_ctx *ctx = tio_ctx_get();
+
+	if (!ctx)
+		return -1;
+	memset(out, 0, sizeof(*out));
+	return tio_exec(ctx, &tio_cmds[TIO_CMD_INFO], out);
+}
+
+int tio_shutdown(void)
+{
+	struct tio_ctx *ctx;
+	int64_t live;
+
+	pthread_mutex_lock(&tio_ctx_lock);
+	ctx = tio__ctx_cur;
+	if (!ctx)
+		goto out;
+	live = __atomic_load_n(&ctx->live, __ATOMIC_ACQUIRE);
+	if (live) {
+		pthread_mutex_unlock(&tio_ctx_lock);
+		return tio_raise_errno(EBUSY, "tio_shutdown: %lld buffers or streams alive",
+				       (long long)live);
+	}
+	__atomic_store_n(&tio__ctx_cur, NULL, __ATOMIC_RELEASE);
+	tio_ctx_put(ctx);	/* batches still holding it keep it */
+out:
+	pthread_mutex_unlock(&tio_ctx_lock);
+	return 0;
+}
+
+int64_t tio_debug_live_handles(void)
+{
+	struct tio_ctx *ctx = __atomic_load_n(&tio__ctx_cur, __ATOMIC_ACQUIRE);
+
+	return ctx ? __atomic_load_n(&ctx->live, __ATOMIC_RELAXED) : 0;
+}

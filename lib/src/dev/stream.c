@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * tio.Stream: an FFI object owning one backend timeline handle.
+ *
+ * Locking: s->lock guards the lazily mapped seqno word.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <tensorio/error.h>
+
+#include "dev/dev_internal.h"
+
+static void tio_stream_finalize(void *self)
+{
+	struct tio_stream *s = self;
+	struct tio_handle_op op = { .handle = (uint32_t)s->handle };
+
+	if (s->gpu_unregister)
+		s->gpu_unregister(s);
+	if (s->word)
+		s->ctx->ops->unmap(s->ctx, (void *)s->word, s->ctx->page_size);
+	s->ctx->ops->exec(s->ctx, TIO_IOC_STREAM_DESTROY, &op);
+	pthread_mutex_destroy(&s->lock);
+	__atomic_fetch_sub(&s->ctx->live, 1, __ATOMIC_RELEASE);
+	tio_ctx_put(s->ctx);
+}
+
+/**
+ * tio_stream_wrap() - make the object for a stream just created
+ * @ctx: the context
+ * @sc: the STREAM_CREATE payload (its handle is destroyed here on failure)
+ * @out: the object
+ *
+ * Return: 0, or -1 with an error raised.
+ */
+int tio_stream_wrap(struct tio_ctx *ctx, const struct tio_stream_create *sc,
+		    tio_stream_t **out)
+{
+	struct tio_handle_op op = { .handle = sc->handle };
+	int32_t type = tio_stream_type_index();
+	struct tio_stream *s = NULL;
+
+	if (type >= 0)
+		s = tio_object_alloc(sizeof(*s), type, tio_stream_finalize);
+	if (!s) {
+		ctx->ops->exec(ctx, TIO_IOC_STREAM_DESTROY, &op);
+		return -1;
+	}
+	s->handle = sc->handle;
+	s->context = (int64_t)sc->context;
+	s->seqno_offset = sc->seqno_offset;
+	s->ctx = ctx;
+	pthread_mutex_init(&s->lock, NULL);
+	__atomic_fetch_add(&ctx->live, 1, __ATOMIC_RELAXED);
+	tio_ctx_hold(ctx);
+	*out = s;
+	return 0;
+}
+
+int tio_stream_create(tio_stream_t **out)
+{
+	struct tio_cmd c;
+	tio_any_t ret;
+
+	if (tio_cmd_run(&tio_cmds[TIO_CMD_STREAM_CREATE], NULL, 0, c.payload.bytes, &ret))
+		return -1;
+	*out = (tio_stream_t *)ret.v_obj;
+	return 0;
+}
+
+/* Run a command on @s and its other arguments; the payload stays in @c. */
+static int tio_stream_cmd(enum tio_cmd_id id, tio_stream_t *s, tio_any_t *args,
+			  int32_t nargs, struct tio_cmd *c)
+{
+	tio_any_t ret;
+
+	args[0] = tio_any_object(&s->header);
+	return tio_cmd_run(&tio_cmds[id], args, nargs, c->payload.bytes, &ret);
+}
+
+void tio_stream_decref(tio_stream_t *s)
+{
+	if (s)
+		tio_object_decref(&s->header);
+}
+
+uint32_t tio_stream_handle(const tio_stream_t *s)
+{
+	return (uint32_t)s->handle;
+}
+
+int tio_fence_emit(tio_stream_t *s, uint64_t *seqno)
+{
+	tio_any_t args[1];
+	struct tio_cmd c;
+
+	if (tio_stream_cmd(TIO_CMD_FENCE_EMIT, s, args, 1, &c))
+		return -1;
+	*seqno = ((struct tio_fence_emit *)c.payload.bytes)->seqno;
+	return 0;
+}
+
+int tio_fence_signal(tio_stream_t *s, uint64_t seqno, int error)
+{
+	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(error) };
+	struct tio_cmd c;
+
+	return tio_stream_cmd(TIO_CMD_FENCE_SIGNAL, s, args, 3, &c);
+}
+
+int tio_fence_wait(tio_stream_t *s, uint64_t seqno, int64_t timeout_ns, int *status)
+{
+	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(timeout_ns) };
+	struct tio_cmd c;
+
+	if (tio_stream_cmd(TIO_CMD_FENCE_WAIT, s, args, 3, &c))
+		return -1;
+	if (status)
+		*status = ((struct tio_fence_wait *)c.payload.bytes)->status;
+	return 0;
+}
+
+const volatile uint64_t *tio_stream_seqno_word(tio_stream_t *s)
+{
+	const volatile uint64_t *w;
+	void *p;
+	int ret;
+
+	w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
+	if (w)
+		return w;
+	pthread_mutex_lock(&s->lock);
+	if (!s->word) {
+		ret = s->ctx->ops->map(s->ctx, s->seqno_offset, s->ctx->page_size,
+				       PROT_READ, &p);
+		if (ret) {
+			pthread_mutex_unlock(&s->lock);
+			tio_raise_errno(ret, "mapping the seqno word of stream %lld",
+					(long long)s->handle);
+			return NULL;
+		}
+		__atomic_store_n(&s->word, p, __ATOMIC_RELEASE);
+	}
+	w = s->word;
+	pthread_mutex_unlock(&s->lock);
+	return w;
+}
+
+uint64_t tio_stream_signalled(tio_stream_t *s)
+{
+	const volatile uint64_t *w = tio_stream_seqno_word(s);
+
+	return w ? __atomic_load_n(w, __ATOMIC_ACQUIRE) : 0;
+}
+
+int tio_fence_export(tio_stream_t *s, uint64_t seqno,
+				unsigned int flags, int *fd)
+{
+	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(flags) };
+	struct tio_cmd c;
+
+	if (tio_stream_cmd(TIO_CMD_FENCE_EXPORT, s, args, 3, &c))
+		return -1;
+	*fd = ((struct tio_fence_export *)c.payload.bytes)->fd;
+	return 0;
+}
+
+int tio_fence_import(tio_stream_t *s, int fd, uint64_t *seqno)
+{
+	tio_any_t args[2] = { { 0 }, tio_any_int(fd) };
+	struct tio_cmd c;
+
+	if (tio_stream_cmd(TIO_CMD_FENCE_IMPORT, s, args, 2, &c))
+		return -1;
+	*seqno = ((struct tio_fence_import *)c.payload.bytes)->seqno;
+	return 0;
+}

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Backtraces: glibc's backtrace() unwinds (libgcc's DWARF CFI unwinder),
+ * elfutils' libdwfl symbolises: function name and offset, and file:line
+ * where the object has debug information.
+ *
+ * One Dwfl session describes the process; it is built on first use and
+ * rebuilt when an address falls outside every module it knows (a library
+ * loaded since). libdwfl is not thread-safe: dwfl_lock serialises it.
+ */
+#include <elfutils/libdwfl.h>
+#include <execinfo.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "ffi/ffi_internal.h"
+
+#define BT_MAX_FRAMES 64
+
+static pthread_mutex_t dwfl_lock = PTHREAD_MUTEX_INITIALIZER;
+static Dwfl *dwfl;		/* under dwfl_lock */
+static char *debuginfo_path;
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+	.find_elf = dwfl_linux_proc_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.debuginfo_path = &debuginfo_path,
+};
+
+static Dwfl *dwfl_open(void)
+{
+	Dwfl *d = dwfl_begin(&dwfl_callbacks);
+
+	if (!d)
+		return NULL;
+	dwfl_report_begin(d);
+	if (dwfl_linux_proc_report(d, getpid()) != 0 ||
+	    dwfl_report_end(d, NULL, NULL) != 0) {
+		dwfl_end(d);
+		return NULL;
+	}
+	return d;
+}
+
+__attribute__((destructor)) static void dwfl_fini(void)
+{
+	pthread_mutex_lock(&dwfl_lock);
+	if (dwfl)
+		dwfl_end(dwfl);
+	dwfl = NULL;
+	pthread_mutex_unlock(&dwfl_lock);
+}
+
+static Dwfl_Module *find_module(Dwarf_Addr pc)
+{
+	Dwfl_Module *m;
+
+	if (!dwfl)
+		dwfl = dwfl_open();
+	if (!dwfl)
+		return NULL;
+	m = dwfl_addrmodule(dwfl, pc);
+	if (!m) {
+		dwfl_end(dwfl);
+		dwfl = dwfl_open();
+		m = dwfl ? dwfl_addrmodule(dwfl, pc) : NULL;
+	}
+	return m;
+}
+
+static void describe(FILE *f, int n, void *addr)
+{
+	/* Return addresses point after the call: look up the call itself. */
+	Dwarf_Addr pc = (Dwarf_Addr)(uintptr_t)addr - 1;
+	GElf_Off off = 0;
+	GElf_Sym sym;
+	const char *name = NULL, *file = NULL, *mname = NULL;
+	Dwfl_Module *m;
+	Dwfl_Line *line;
+	int lineno = 0;
+
+	m = find_module(pc);
+	if (m) {
+		name = dwfl_module_addrinfo(m, pc, &off, &sym, NULL, NULL, NULL);
+		mname = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+		line = dwfl_module_getsrc(m, pc);
+		if (line)
+			file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+	}
+	fprintf(f, "#%d 0x%" PRIxPTR " %s", n, (uintptr_t)addr, name ? name : "??");
+	if (name)
+		fprintf(f, "+0x%" PRIx64, (uint64_t)off);
+	if (file)
+		fprintf(f, " at %s:%d\n", file, lineno);
+	else
+		fprintf(f, " (%s)\n", mname ? mname : "?");
+}
+
+static int backtrace_enabled(void)
+{
+	static int enabled = -1;
+	int e = __atomic_load_n(&enabled, __ATOMIC_RELAXED);
+
+	if (e < 0) {
+		const char *s = getenv("TIO_BACKTRACE");
+
+		e = !(s && s[0] == '0');
+		__atomic_store_n(&enabled, e, __ATOMIC_RELAXED);
+	}
+	return e;
+}
+
+int tio_backtrace(int skip, char **out)
+{
+	void *frames[BT_MAX_FRAMES];
+	size_t size = 0;
+	FILE *f;
+	int n, i;
+
+	*out = NULL;
+	if (!backtrace_enabled()) {
+		*out = strdup("");
+		return *out ? 0 : -1;
+	}
+	n = backtrace(frames, BT_MAX_FRAMES);
+	f = open_memstream(out, &size);
+	if (!f)
+		return -1;
+	pthread_mutex_lock(&dwfl_lock);
+	/* Frame 0 is tio_backtrace itself. */
+	for (i = 1 + (skip > 0 ? skip : 0); i < n; i++)
+		describe(f, i - 1 - (skip > 0 ? skip : 0), frames[i]);
+	pthread_mutex_unlock(&dwfl_lock);
+	if (fclose(f)) {
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	return 0;
+}

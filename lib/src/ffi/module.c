@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Modules: shared objects loaded with dlopen, their __tvm_ffi_<name>
+ * functions, the ABI version check, and the system library.
+ *
+ * The module's dynamic symbol table is read with libelf before dlopen: the
+ * ABI version symbol is checked there, so an incompatible module is refused
+ * before any of its code (constructors included) runs, and the function
+ * list comes from the same pass.
+ */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "ffi/ffi_internal.h"
+
+struct module_obj {
+	tio_object_t header;
+	void *handle;		/* NULL for the system library */
+	char **names;		/* sorted, without the prefix */
+	size_t nnames;
+};
+
+#define PREFIX_LEN (sizeof(TIO_MODULE_SYMBOL_PREFIX) - 1)
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_names(char **names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static void module_deleter(void *self, int flags)
+{
+	struct module_obj *m = self;
+
+	if (flags & TIO_DELETER_STRONG) {
+		if (m->handle)
+			dlclose(m->handle);
+		m->handle = NULL;
+		free_names(m->names, m->nnames);
+		m->names = NULL;
+		m->nnames = 0;
+	}
+	if (flags & TIO_DELETER_WEAK)
+		tio__obj_free(m);
+}
+
+/* Reads the ABI version symbol's 4 bytes. Return: 0, or -1 if unreadable. */
+static int read_u32(Elf *elf, const GElf_Sym *sym, uint32_t *out)
+{
+	Elf_Scn *scn = elf_getscn(elf, sym->st_shndx);
+	GElf_Shdr shdr;
+	Elf_Data *data;
+	GElf_Addr off;
+
+	if (!scn || !gelf_getshdr(scn, &shdr) || sym->st_size != sizeof(*out))
+		return -1;
+	if (shdr.sh_type == SHT_NOBITS) {
+		*out = 0;
+		return 0;
+	}
+	data = elf_getdata(scn, NULL);
+	if (!data || sym->st_value < shdr.sh_addr)
+		return -1;
+	off = sym->st_value - shdr.sh_addr;
+	if (off + sizeof(*out) > data->d_size)
+		return -1;
+	memcpy(out, (const char *)data->d_buf + off, sizeof(*out));
+	return 0;
+}
+
+/*
+ * Scan @path's dynamic symbols. Return: 0 with the function names and the
+ * ABI version (*has_abi), or -1 with an error raised.
+ */
+static int elf_scan(const char *path, char ***names_out, size_t *n_out, int *has_abi,
+		    uint32_t *abi)
+{
+	char **names = NULL, **grown;
+	size_t n = 0, cap = 0, i, count;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr shdr;
+	Elf_Data *data;
+	GElf_Sym sym;
+	Elf *elf;
+	int fd, ret = -1;
+
+	*has_abi = 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return tio_error_raise("OSError", "libelf: %s", elf_errmsg(-1));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tio_error_raise("OSError", "cannot open module '%s': %m", path);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		tio_error_raise("OSError", "'%s' is not an ELF object", path);
+		goto out;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &shdr) || shdr.sh_type != SHT_DYNSYM || !shdr.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		count = shdr.sh_size / shdr.sh_entsize;
+		for (i = 0; i < count; i++) {
+			const char *name;
+
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+				continue;
+			name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+			if (!name || strncmp(name, TIO_MODULE_SYMBOL_PREFIX, PREFIX_LEN))
+				continue;
+			if (!strcmp(name, TIO_MODULE_ABI_SYMBOL)) {
+				if (read_u32(elf, &sym, abi)) {
+					tio_error_raise("ImportError",
+							"module '%s': unreadable %s", path,
+							TIO_MODULE_ABI_SYMBOL);
+					goto out;
+				}
+				*has_abi = 1;
+				continue;
+			}
+			if (name[PREFIX_LEN] == '_' || !name[PREFIX_LEN] ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 16;
+				grown = realloc(names, cap * sizeof(*names));
+				if (!grown)
+					goto oom;
+				names = grown;
+			}
+			names[n] = strdup(name + PREFIX_LEN);
+			if (!names[n])
+				goto oom;
+			n++;
+		}
+	}
+	qsort(names, n, sizeof(*names), cmp_str);
+	*names_out = names;
+	*n_out = n;
+	names = NULL;
+	n = 0;
+	ret = 0;
+	goto out;
+oom:
+	tio__oom();
+out:
+	free_names(names, n);
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+int tio_module_load(const char *path, tio_object_t **out)
+{
+	struct module_obj *m;
+	char **names = NULL;
+	size_t n = 0;
+	uint32_t abi = 0;
+	int has_abi;
+	void *h;
+
+	if (!path || !out)
+		return tio_error_raise("ValueError", "module path and output must be given");
+	if (elf_scan(path, &names, &n, &has_abi, &abi))
+		return -1;
+	if (has_abi && abi != TIO_ABI_VERSION) {
+		free_names(names, n);
+		return tio_error_raise("ImportError",
+				       "module '%s' was built for ABI version %u; this library has %u",
+				       path, abi, (unsigned)TIO_ABI_VERSION);
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		free_names(names, n);
+		return tio_error_raise("OSError", "cannot load module '%s': %s", path, dlerror());
+	}
+	m = tio__obj_new(sizeof(*m), TIO_TYPE_MODULE, module_deleter);
+	if (!m) {
+		dlclose(h);
+		free_names(names, n);
+		return tio__oom();
+	}
+	m->handle = h;
+	m->names = names;
+	m->nnames = n;
+	*out = &m->header;
+	return 0;
+}
+
+/* The system library: a static module and its registered functions. */
+struct syslib_entry {
+	char *name;
+	tio_safe_call_t call;
+};
+
+static pthread_mutex_t syslib_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct syslib_entry *syslib;	/* under syslib_lock */
+static size_t syslib_n, syslib_cap;
+
+static void static_deleter(void *self, int flags)
+{
+	(void)self;
+	(void)flags;
+}
+
+static struct module_obj system_lib = {
+	.header = { .combined_ref_count = UINT64_C(1) << 30,
+		    .type_index = TIO_TYPE_MODULE,
+		    .deleter = static_deleter },
+};
+
+/* Under syslib_lock. */
+static struct syslib_entry *syslib_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < syslib_n; i++)
+		if (!strcmp(syslib[i].name, name))
+			return &syslib[i];
+	return NULL;
+}
+
+int tio_system_lib_register(const char *name, tio_safe_call_t call)
+{
+	struct syslib_entry *e;
+	char *copy;
+
+	if (!name || !*name || !call)
+		return tio_error_raise("ValueError", "name and function must be given");
+	copy = strdup(name);
+	if (!copy)
+		return tio__oom();
+	pthread_mutex_lock(&syslib_lock);
+	if (syslib_find(name)) {
+		pthread_mutex_unlock(&syslib_lock);
+		free(copy);
+		return tio_error_raise("KeyError", "system library already has '%s'", name);
+	}
+	if (syslib_n == syslib_cap) {
+		size_t cap = syslib_cap ? 2 * syslib_cap : 16;
+
+		e = realloc(syslib, cap * sizeof(*e));
+		if (!e) {
+			pthread_mutex_unlock(&syslib_lock);
+			free(copy);
+			return tio__oom();
+		}
+		syslib = e;
+		syslib_cap = cap;
+	}
+	syslib[syslib_n].name = copy;
+	syslib[syslib_n].call = call;
+	syslib_n++;
+	pthread_mutex_unlock(&syslib_lock);
+	return 0;
+}
+
+int tio_module_system_lib(tio_object_t **out)
+{
+	if (!out)
+		return tio_error_raise("ValueError", "NULL output");
+	tio_object_incref(&system_lib.header);
+	*out = &system_lib.header;
+	return 0;
+}
+
+static struct module_obj *as_module(tio_object_t *o)
+{
+	tio_any_t a;
+
+	if (o && o->type_index == TIO_TYPE_MODULE)
+		return (struct module_obj *)o;
+	a = tio_any_object(o);
+	tio_any_type_error(&a, "ffi.Module");
+	return NULL;
+}
+
+static int has_name(const struct module_obj *m, const char *name)
+{
+	return bsearch(&name, m->names, m->nnames, sizeof(*m->names), cmp_str) != NULL;
+}
+
+int tio_module_get_function(tio_object_t *mod, const char *name, tio_object_t **out)
+{
+	struct module_obj *m = as_module(mod);
+	struct syslib_entry *e;
+	tio_safe_call_t call = NULL;
+	char sym[256];
+
+	if (!m)
+		return -1;
+	if (!name || !out)
+		return tio_error_raise("ValueError", "name and output must be given");
+	*out = NULL;
+	if (m == &system_lib) {
+		pthread_mutex_lock(&syslib_lock);
+		e = syslib_find(name);
+		call = e ? e->call : NULL;
+		pthread_mutex_unlock(&syslib_lock);
+		if (!call)
+			return 0;
+		return tio__func_new_owned(call, NULL, out);
+	}
+	if (!has_name(m, name))
+		return 0;
+	if ((size_t)snprintf(sym, sizeof(sym), "%s%s", TIO_MODULE_SYMBOL_PREFIX, name) >=
+	    sizeof(sym))
+		return 0;
+	*(void **)&call = dlsym(m->handle, sym);
+	if (!call)
+		return 0;
+	return tio__func_new_owned(call, mod, out);
+}
+
+int tio_module_implements_function(tio_object_t *mod, const char *name)
+{
+	struct module_obj *m;
+	int r;
+
+	if (!mod || mod->type_index != TIO_TYPE_MODULE || !name)
+		return 0;
+	m = (struct module_obj *)mod;
+	if (m != &system_lib)
+		return has_name(m, name);
+	pthread_mutex_lock(&syslib_lock);
+	r = syslib_find(name) != NULL;
+	pthread_mutex_unlock(&syslib_lock);
+	return r;
+}
+
+int tio_module_list_functions(tio_object_t *mod, tio_any_t *out)
+{
+	struct module_obj *m = as_module(mod);
+	char **names;
+	size_t i, n;
+	int r;
+
+	*out = tio_any_none();
+	if (!m)
+		return -1;
+	if (m != &system_lib)
+		return tio__str_array(m->names, m->nnames, out);
+	pthread_mutex_lock(&syslib_lock);
+	n = syslib_n;
+	names = calloc(n ? n : 1, sizeof(*names));
+	for (i = 0; names && i < n; i++)
+		names[i] = syslib[i].name;
+	pthread_mutex_unlock(&syslib_lock);
+	if (!names)
+		return tio__oom();
+	qsort(names, n, sizeof(*names), cmp_str);
+	r = tio__str_array(names, n, out);
+	free(names);	/* the strings stay the registry's */
+	return r;
+}

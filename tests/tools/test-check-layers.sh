@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# scripts/check-layers.sh passes on lib/src and fails on an upward include.
+top=$(cd "$(dirname "$0")/../.." && pwd)
+check=$top/scripts/check-layers.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+t() {
+	local name=$1 want=$2 pat=$3 out rc
+	shift 3
+	n=$((n + 1))
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" = "$want" ] && grep -q -- "$pat" <<<"$out"; then
+		echo "ok $n $name"
+	else
+		sed 's/^/# /' <<<"$out"
+		echo "not ok $n $name (exit $rc, want $want)"
+	fi
+}
+copy() {
+	rm -rf "$tmp/src" && cp -r "$top/lib/src" "$tmp/src"
+}
+echo "TAP version 13"
+echo "1..6"
+t "lib/src and build/lib/obj keep their layers" 0 "" "$check" "$top/lib/src" "$top/build/lib/obj"
+copy
+sed -i '0,/#include/s|#include|#include "dev/dev_internal.h"\n#include|' "$tmp/src/ffi/any.c"
+t "ffi/ including a dev/ header fails" 1 "ffi/any.c:.*ffi/ must not include dev/dev_internal.h" \
+	"$check" "$tmp/src"
+copy
+sed -i '0,/#include/s|#include|#include <tensorio/buffer.h>\n#include|' "$tmp/src/ffi/any.c"
+t "ffi/ including a public dev header fails" 1 "must not include buffer (layer dev/)" \
+	"$check" "$tmp/src"
+copy
+sed -i '0,/#include/s|#include|#include "gpu/gpu_internal.h"\n#include|' "$tmp/src/io/file_io.c"
+t "io/ including its peer gpu/ fails" 1 "io/ must not include gpu/gpu_internal.h" \
+	"$check" "$tmp/src"
+copy
+echo 'int x;' >"$tmp/src/stray.c"
+t "a source outside the layer folders fails" 1 "stray.c: not in a layer folder" \
+	"$check" "$tmp/src"
+# The link-level check: an ffi/ object calling into dev/.
+mkdir -p "$tmp/obj/ffi" "$tmp/obj/dev"
+echo 'int tio_up(void); int tio_f(void) { return tio_up(); }' |
+	cc -x c -c -o "$tmp/obj/ffi/f.o" -
+echo 'int tio_up(void) { return 1; }' | cc -x c -c -o "$tmp/obj/dev/d.o" -
+copy
+t "an ffi/ object using a dev/ symbol fails" 1 "ffi/f.o uses tio_up from dev/d.o" \
+	"$check" "$tmp/src" "$tmp/obj"
