@@ -72,6 +72,11 @@ step bench-unit scripts/run-dir.sh build/tests/bench
 # Every host suite once, briefly; the driver suite runs in the VM step
 # (build/kselftest/tio_bench_test).
 step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,sync
+# The Python package: pytest on this machine's backend, and an offline pip
+# install into a scratch directory (tests/install/test-python.sh).
+step python bash -c "make -s python && TIO_TAP=1 PYTHONPATH=python \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests"
+step python-install tests/install/test-python.sh
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
 step tioctl tests/tools/test-tioctl.sh
 step install tests/install/test-install.sh
