@@ -98,7 +98,7 @@ check: deps
 run: deps
 	@scripts/run.sh
 
-bench: deps all
+bench: deps all python
 	@scripts/bench.sh
 
 # make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release]: fuzz the driver

@@ -77,6 +77,7 @@ step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,syn
 step python bash -c "make -s python && TIO_TAP=1 PYTHONPATH=python \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests"
 step python-install tests/install/test-python.sh
+step bench-python build/bench/tio-bench --fast --tap --suite python
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
 step tioctl tests/tools/test-tioctl.sh
 step install tests/install/test-install.sh
