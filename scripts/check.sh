@@ -98,6 +98,10 @@ for kver in ${TIO_CHECK_KERNELS:-$(scripts/kernels.sh)}; do
 		cp build/tests/lib/test_dev_* build/tests/lib-vm/ &&
 		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \
 		-b build/tests/lib-vm -s tests/lib/vm-tests.sh -t 600"
+	# The Python suites on the driver (numpy, no torch: see vm-stage.sh).
+	step "vm-python-$kver" bash -c "python/tests/vm-stage.sh build/python-vm &&
+		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \
+		-b build/python-vm -s python/tests/vm-tests.sh -t 900"
 done
 
 # The debug kernel (KASAN, lockdep, kmemleak, fault injection), built once

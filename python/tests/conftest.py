@@ -28,7 +28,8 @@ def no_leaks():
 
 @pytest.fixture
 def fixture_module_path():
-    p = os.path.join(TOP, "build/tests/lib/fixtures/fixture_module.so")
+    p = os.path.join(os.environ.get("TIO_PY_FIXTURES") or
+                     os.path.join(TOP, "build/tests/lib/fixtures"), "fixture_module.so")
     if not os.path.exists(p):
         pytest.skip("build/tests/lib not built (make)")
     return p
@@ -53,3 +54,11 @@ def pytest_runtest_logreport(report):
     elif report.when == "teardown" and report.failed:
         _tap["n"] += 1
         print("\nnot ok %d - %s (teardown: leak check)" % (_tap["n"], name))
+
+
+def pytest_collectreport(report):
+    # A whole module skipped (a missing numpy) is one TAP skip.
+    if os.environ.get("TIO_TAP") == "1" and report.skipped:
+        _tap["n"] += 1
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else ""
+        print("\nok %d - %s # SKIP %s" % (_tap["n"], report.nodeid, reason))

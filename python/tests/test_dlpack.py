@@ -10,7 +10,11 @@ import pytest
 import tensorio
 
 np = pytest.importorskip("numpy")
-torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def torch():
+    return pytest.importorskip("torch")    # not in the test VM
 
 
 def test_numpy_sees_tensorio_memory():
@@ -25,7 +29,7 @@ def test_numpy_sees_tensorio_memory():
     assert a[0, 0] == 3 and np.asarray(t)[0, 0] == 3
 
 
-def test_torch_sees_tensorio_memory():
+def test_torch_sees_tensorio_memory(torch):
     t = tensorio.empty((4,), "int64")
     x = torch.from_dlpack(t)
     x[3] = 11
@@ -33,7 +37,7 @@ def test_torch_sees_tensorio_memory():
     assert x.data_ptr() == t.data_ptr
 
 
-def test_view_outlives_tensor_and_buffer():
+def test_view_outlives_tensor_and_buffer(torch):
     t = tensorio.empty((1024,), "uint8")
     x = torch.from_dlpack(t)
     a = np.from_dlpack(t)
@@ -44,7 +48,7 @@ def test_view_outlives_tensor_and_buffer():
     del x, a
 
 
-def test_from_numpy_and_torch():
+def test_from_numpy_and_torch(torch):
     a = np.arange(6, dtype=np.int32).reshape(2, 3)
     t = tensorio.from_dlpack(a)
     assert t.shape == (2, 3) and t.dtype == "int32" and t.data_ptr == a.ctypes.data
@@ -67,7 +71,7 @@ def test_from_dlpack_keeps_producer_alive():
     assert sys.getrefcount(a) == before
 
 
-def test_torch_round_trip_through_tensorio():
+def test_torch_round_trip_through_tensorio(torch):
     x = torch.arange(8, dtype=torch.float32)
     y = torch.from_dlpack(tensorio.from_dlpack(x))
     y[0] = -1
@@ -107,7 +111,7 @@ def test_capsules():
         t.__dlpack__(max_version=1)
 
 
-def test_call_with_torch_and_numpy_arguments():
+def test_call_with_torch_and_numpy_arguments(torch):
     tensorio.register_func("test.shape", lambda t: list(t.shape))
     try:
         f = tensorio.get_global_func("test.shape")
@@ -129,7 +133,7 @@ def test_from_dlpack_bad_input():
         tensorio.from_dlpack(Liar())
 
 
-def test_requires_grad_refused():
+def test_requires_grad_refused(torch):
     x = torch.zeros(2, requires_grad=True)
     with pytest.raises(RuntimeError):
         tensorio.from_dlpack(x)
