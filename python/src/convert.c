@@ -198,9 +198,10 @@ int pt_to_any(PyObject *o, tio_any_t *out, int *owned, tio_byte_array_t *bytes)
 		*owned = 1;
 		return pt_dict_to_map(o, out);
 	}
-	if (PyObject_HasAttrString(o, "__dlpack__")) {
-		if (pt_tensor_from_object(o, 0, &obj))
-			return -1;
+	switch (pt_tensor_arg(o, &obj)) {
+	case -1:
+		return -1;
+	case 1:
 		*out = tio_any_object(obj);
 		*owned = 1;
 		return 0;

@@ -108,6 +108,7 @@ extern PyMethodDef pt_object_functions[];
 /* tensor.c */
 PyObject *pt_tensor_new(tio_object_t *t);
 int pt_tensor_from_object(PyObject *o, int require_contiguous, tio_object_t **out);
+int pt_tensor_arg(PyObject *o, tio_object_t **out);
 int pt_tensor_types_ready(PyObject *m);
 int pt_dtype_parse(PyObject *o, DLDataType *out);
 PyObject *pt_dtype_str(DLDataType dt);

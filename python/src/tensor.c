@@ -658,6 +658,46 @@ static PyObject *pt_torch_capsule(PyObject *o)
 	return PyObject_CallOneArg(pt_torch_to_dlpack, o);
 }
 
+/* Whether @o's type has __dlpack__ (looked up on the type: no bound method). */
+static int pt_has_dlpack(PyObject *o)
+{
+	static PyObject *name;
+
+	if (!name) {
+		name = PyUnicode_InternFromString("__dlpack__");
+		if (!name) {
+			PyErr_Clear();
+			return 0;
+		}
+	}
+	return PyObject_HasAttr((PyObject *)Py_TYPE(o), name);
+}
+
+/**
+ * pt_tensor_arg() - a call argument as a Tensor, if it is a tensor
+ * @o: the argument (not a tensorio object: those pass as themselves)
+ * @out: the Tensor (owned) when 1 is returned
+ *
+ * Return: 1 converted, 0 not a tensor (nothing set), -1 with a Python
+ * error set.
+ */
+int pt_tensor_arg(PyObject *o, tio_object_t **out)
+{
+	PyObject *cap = pt_torch_capsule(o);
+	int rc;
+
+	if (cap) {
+		rc = pt_tensor_from_capsule(cap, 0, out);
+		Py_DECREF(cap);
+		return rc ? -1 : 1;
+	}
+	if (PyErr_Occurred())
+		return -1;
+	if (!pt_has_dlpack(o))
+		return 0;
+	return pt_tensor_from_object(o, 0, out) ? -1 : 1;
+}
+
 /**
  * pt_tensor_from_object() - a Tensor for a DLPack producer, zero-copy
  * @o: a tensorio.Tensor, an object with __dlpack__, or a DLPack capsule
@@ -690,7 +730,7 @@ int pt_tensor_from_object(PyObject *o, int require_contiguous, tio_object_t **ou
 	}
 	if (PyErr_Occurred())
 		return -1;
-	if (!PyObject_HasAttrString(o, "__dlpack__")) {
+	if (!pt_has_dlpack(o)) {
 		PyErr_Format(PyExc_TypeError, "expected a tensor (an object with "
 			     "__dlpack__), got %.100s", Py_TYPE(o)->tp_name);
 		return -1;
