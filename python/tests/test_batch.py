@@ -61,3 +61,13 @@ def test_batch_bad_input():
     b.submit()
     with pytest.raises(RuntimeError, match="already run"):
         b.call(lambda: 1)
+
+
+def test_driver_commands_in_one_kernel_entry():
+    s = tensorio.Stream()
+    with tensorio.Batch() as b:
+        rs = [b.call("tio.stream.emit", s) for _ in range(8)]
+        b.call("tio.stream.signal", s, 8)
+    assert [r.value for r in rs] == list(range(1, 9)) and s.signalled == 8
+    # io_uring on the kernel backend: one io_uring_enter for all nine.
+    assert b.kernel_entries == (1 if tensorio.backend() == "kernel" else 0)
