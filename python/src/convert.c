@@ -335,19 +335,19 @@ static PyObject *pt_map_to_dict(tio_object_t *map)
 	return d;
 }
 
-static PyObject *pt_shape_to_tuple(tio_object_t *shape)
+/** pt_int_tuple() - @n int64s as a tuple of ints (a new reference, or NULL) */
+PyObject *pt_int_tuple(const int64_t *v, int n)
 {
-	size_t n = tio_shape_ndim(shape), i;
-	const int64_t *d = tio_shape_data(shape);
-	PyObject *t = PyTuple_New((Py_ssize_t)n), *x;
+	PyObject *t = PyTuple_New(n), *x;
+	int i;
 
 	for (i = 0; t && i < n; i++) {
-		x = PyLong_FromLongLong(d[i]);
+		x = PyLong_FromLongLong(v[i]);
 		if (!x) {
 			Py_CLEAR(t);
 			break;
 		}
-		PyTuple_SET_ITEM(t, (Py_ssize_t)i, x);
+		PyTuple_SET_ITEM(t, i, x);
 	}
 	return t;
 }
@@ -452,7 +452,7 @@ PyObject *pt_from_view(const tio_any_t *a)
 	case TIO_TYPE_MAP:
 		return pt_map_to_dict(a->v_obj);
 	case TIO_TYPE_SHAPE:
-		return pt_shape_to_tuple(a->v_obj);
+		return pt_int_tuple(tio_shape_data(a->v_obj), (int)tio_shape_ndim(a->v_obj));
 	case TIO_TYPE_DLTENSOR_PTR:
 		PyErr_SetString(PyExc_TypeError,
 				"a DLTensor pointer (a view valid only during a C call) "

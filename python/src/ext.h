@@ -95,6 +95,7 @@ int pt_to_any_owned(PyObject *o, tio_any_t *out);
 PyObject *pt_from_any(tio_any_t *a);
 PyObject *pt_from_view(const tio_any_t *a);
 PyObject *pt_wrap(tio_object_t *obj);
+PyObject *pt_int_tuple(const int64_t *v, int n);
 int pt_function_from_callable(PyObject *callable, tio_object_t **out);
 int pt_type_init(void);
 int32_t pt_buffer_type_index(void);

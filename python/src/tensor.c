@@ -144,22 +144,6 @@ PyObject *pt_tensor_new(tio_object_t *t)
 	return pt_wrap(t);
 }
 
-static PyObject *pt_int_tuple(const int64_t *v, int n)
-{
-	PyObject *t = PyTuple_New(n), *x;
-	int i;
-
-	for (i = 0; t && i < n; i++) {
-		x = PyLong_FromLongLong(v[i]);
-		if (!x) {
-			Py_CLEAR(t);
-			break;
-		}
-		PyTuple_SET_ITEM(t, i, x);
-	}
-	return t;
-}
-
 static PyObject *pt_tensor_shape(PyObject *self, void *unused)
 {
 	DLTensor *dl = pt_dl(self);

@@ -8,18 +8,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 py=/usr/bin/python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" "$top/python/build" "$top"/python/*.egg-info' EXIT
-n=0
-t() {	# t NAME CMD...: one TAP line
-	local name=$1 out
-	shift
-	n=$((n + 1))
-	if out=$("$@" 2>&1); then
-		echo "ok $n $name"
-	else
-		echo "$out" | sed 's/^/# /'
-		echo "not ok $n $name"
-	fi
-}
+. "$top/tests/include/tap.sh"
 echo "TAP version 13"
 echo "1..3"
 t "pip install --no-build-isolation --no-index ./python" \
@@ -41,3 +30,4 @@ t "the installed package imports its own libtensorio" \
 t "the package version is the library version" \
 	env -C "$tmp" PYTHONPATH="$tmp/site" $py -c \
 	"import tensorio, sys; sys.exit(tensorio.__version__ != '$(sed -n 's/^VERSION := //p' "$top/Makefile")')"
+exit $bad
