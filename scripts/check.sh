@@ -76,6 +76,13 @@ step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,syn
 # install into a scratch directory (tests/install/test-python.sh).
 step python bash -c "make -s python && TIO_TAP=1 PYTHONPATH=python \
 	/usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests"
+# The same under ASan+UBSan (extension and library; Python's own exit-time
+# leaks are not ours: the tests check the library's counters instead).
+step python-asan bash -c "make -s -C lib SAN=1 && make -s -C python SAN=1 &&
+	ASAN_OPTIONS=detect_leaks=0 \
+	LD_PRELOAD=\$(gcc -print-file-name=libasan.so):\$(gcc -print-file-name=libubsan.so) \
+	TIO_TAP=1 PYTHONPATH=build/python-san /usr/bin/python3 -m pytest -q \
+	-p no:cacheprovider --ignore=python/tests/test_leaks.py python/tests"
 step python-install tests/install/test-python.sh
 step bench-python build/bench/tio-bench --fast --tap --suite python
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
