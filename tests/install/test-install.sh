@@ -6,19 +6,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 bad=0
-t() {	# t NAME CMD...: one TAP line
-	local name=$1 out
-	shift
-	n=$((n + 1))
-	if out=$("$@" 2>&1); then
-		echo "ok $n $name"
-	else
-		echo "$out" | sed 's/^/# /'
-		echo "not ok $n $name"
-		bad=1
-	fi
-}
+. "$top/tests/include/tap.sh"
 prefix=/opt/tensorio
 dest=$tmp/dest
 export PKG_CONFIG_PATH=$dest$prefix/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
