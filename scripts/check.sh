@@ -88,6 +88,7 @@ step bench-python build/bench/tio-bench --fast --tap --suite python
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
 step layers tests/tools/test-check-layers.sh
 step tioctl tests/tools/test-tioctl.sh
+step licenses tap "every SPDX identifier has its text in LICENSES/" scripts/check-licenses.sh
 step install tests/install/test-install.sh
 step dkms tests/install/test-dkms.sh
 step checkpatch tap "checkpatch --strict kmod/ uapi/" \
