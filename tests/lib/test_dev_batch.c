@@ -356,4 +356,43 @@ TEST_F(ba, kernel_ring_and_one_enter)
 	tio_stream_decref(s);
 }
 
+/*
+ * BUF_PIN_USER punts to io-wq under uring issue; a BUF_ALLOC queued after
+ * it must still run after it. Handles are the lowest free ones, so the
+ * order shows in them.
+ */
+TEST_F(ba, punted_records_keep_their_order)
+{
+	static const int modes[] = { TIO_BATCH_URING, TIO_BATCH_VECTORED };
+	static char mem[4096] __attribute__((aligned(4096)));
+	const size_t page = sizeof(mem);
+	unsigned int i;
+
+	if (!dev_is_kernel())
+		SKIP(return, "only the driver punts");
+	for (i = 0; i < 2; i++) {
+		struct tio_buf_pin pin = { .addr = (uintptr_t)mem, .size = page };
+		struct tio_buf_alloc alloc = { .size = page };
+		tio_any_t vp, va;
+		tio_batch_t *b;
+		int64_t ip, ia;
+
+		ASSERT_OK(tio_batch_new(0, &b));
+		ASSERT_OK(tio_batch_set_mode(b, modes[i]));
+		ip = tio_batch_add_record(b, TIO_IOC_BUF_PIN_USER, &pin, sizeof(pin));
+		ia = tio_batch_add_record(b, TIO_IOC_BUF_ALLOC, &alloc, sizeof(alloc));
+		ASSERT_GE(ia, 0);
+		ASSERT_OK(tio_batch_submit(b));
+		ASSERT_OK(tio_batch_result(b, ip, &vp));
+		ASSERT_OK(tio_batch_result(b, ia, &va));
+		EXPECT_LT(tio_buffer_handle((tio_buffer_t *)vp.v_obj),
+			  tio_buffer_handle((tio_buffer_t *)va.v_obj)) {
+			TH_LOG("mode %d: BUF_ALLOC ran before BUF_PIN_USER", modes[i]);
+		}
+		tio_any_decref(&vp);
+		tio_any_decref(&va);
+		tio_batch_free(b);
+	}
+}
+
 TEST_HARNESS_MAIN

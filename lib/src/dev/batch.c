@@ -13,7 +13,10 @@
  * each, or ioctls), a fence wait into its own uring_cmd that the driver
  * parks; one io_uring_submit_and_wait() sends the segment and waits for
  * its synchronous part. io_uring issues SQEs in ring order, inline, so
- * records run in batch order.
+ * records run in batch order -- except those the driver punts to io-wq
+ * (TIO_CMD_F_PUNT: pinning user pages, importing a dma-buf), which would
+ * let later SQEs overtake them: the segment is flushed after each SQE
+ * carrying one (a link would chain the parked waits in between too).
  *
  * User backend (or a driver without asynchronous waits): records run
  * through the backend in order; waits are "deferred": polled once at the
@@ -515,6 +518,14 @@ static void tio_prep_uring_cmd(struct tio_batch *b, struct io_uring_sqe *sqe,
 	b->in_ring++;
 }
 
+/* Does the driver run @op from io-wq when io_uring issues it? */
+static int tio_cmd_punts(unsigned int op)
+{
+	const struct tio_cmd_desc *row = tio_cmd_of(op);
+
+	return row && (row->flags & TIO_CMD_F_PUNT);
+}
+
 static int tio_batch_kernel_segment(struct tio_batch *b, size_t i, size_t j)
 {
 	int stop = b->flags & TIO_BATCH_STOP_ON_ERROR;
@@ -522,6 +533,7 @@ static int tio_batch_kernel_segment(struct tio_batch *b, size_t i, size_t j)
 	uint32_t max = b->ctx->info.max_submit ? b->ctx->info.max_submit : 1;
 	struct io_uring_sqe *sqe;
 	size_t k, m;
+	int punt;
 
 	for (k = i; k < j && !b->stopped; ) {
 		struct tio_bentry *e = &b->e[k];
@@ -554,17 +566,21 @@ static int tio_batch_kernel_segment(struct tio_batch *b, size_t i, size_t j)
 		sqe = tio_batch_sqe(b);
 		if (!sqe)
 			return -1;
+		punt = 0;
 		if (b->mode == TIO_BATCH_URING) {
 			tio_prep_uring_cmd(b, sqe, b->cmds[k].op,
 					   b->cmds[k].payload.bytes, (uint64_t)k << 1);
 			e->in_ring = 1;
 			b->sync_left++;
+			punt = tio_cmd_punts(b->cmds[k].op);
 			k++;
 		} else {
 			struct tio_submit *s = &b->subs[b->nsubs];
 
-			for (m = k; m < j && m - k < max && b->e[m].kind == E_CMD; m++)
+			for (m = k; m < j && m - k < max && b->e[m].kind == E_CMD; m++) {
 				b->e[m].in_ring = 1;
+				punt |= tio_cmd_punts(b->cmds[m].op);
+			}
 			memset(s, 0, sizeof(*s));
 			s->cmds_ptr = (uint64_t)(uintptr_t)&b->cmds[k];
 			s->count = (uint32_t)(m - k);
@@ -576,7 +592,7 @@ static int tio_batch_kernel_segment(struct tio_batch *b, size_t i, size_t j)
 			k = m;
 		}
 		/* Stop-on-error: know the outcome before sending more. */
-		if (stop && tio_batch_flush(b, 1))
+		if ((stop || punt) && tio_batch_flush(b, 1))
 			return -1;
 	}
 	return tio_batch_flush(b, 1);

@@ -161,7 +161,7 @@ const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT] = {
 		A_RANGE("size", tio_buf_pin, size, 0, 1, INT64_MAX, "positive"),
 		A_U32("flags", tio_buf_pin, flags, 0),
 		A_PTR("desc", tio_buf_pin, desc_ptr) },
-		R_OBJ(dec_buf_pin) },
+		R_OBJ(dec_buf_pin), .flags = TIO_CMD_F_PUNT },
 	[TIO_CMD_BUF_FREE] = { TIO_IOC_BUF_FREE, "BUF_FREE", NULL, 1, {
 		A_U32("handle", tio_handle_op, handle, 0) } },
 	[TIO_CMD_BUF_INFO] = { TIO_IOC_BUF_INFO, "BUF_INFO", "tio.buffer.info", 1, {
@@ -179,7 +179,7 @@ const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT] = {
 		R_INT(tio_buf_export, fd), .flags = TIO_CMD_F_SIGNED },
 	[TIO_CMD_BUF_IMPORT] = { TIO_IOC_BUF_IMPORT, "BUF_IMPORT", "tio.buffer.import", 1, {
 		A_S32("fd", tio_buf_import, fd, 0) },
-		R_OBJ(dec_buf_import) },
+		R_OBJ(dec_buf_import), .flags = TIO_CMD_F_PUNT },
 	[TIO_CMD_BUF_ATTACH_FENCE] = { TIO_IOC_BUF_ATTACH_FENCE, "BUF_ATTACH_FENCE",
 		"tio.buffer.attach_fence", 3, {
 		A_BUF(tio_buf_attach, handle),

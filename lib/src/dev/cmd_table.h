@@ -87,6 +87,7 @@ enum tio_ret_kind {
 /* Row flags. */
 #define TIO_CMD_F_WAIT	0x1	/* may sleep: a batch parks it (timeout at @timeout_offset) */
 #define TIO_CMD_F_SIGNED 0x2	/* TIO_RET_INT: the field is signed */
+#define TIO_CMD_F_PUNT	0x4	/* the driver punts it to io-wq (uring issue) */
 
 /**
  * struct tio_cmd_desc - one driver command
