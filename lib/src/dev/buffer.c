@@ -27,8 +27,7 @@ static void tio_buffer_finalize(void *self)
 	/* Cannot fail for a handle we own; nothing to report to anyway. */
 	buf->ctx->ops->exec(buf->ctx, tio_cmds[TIO_CMD_BUF_FREE].op, &op);
 	pthread_mutex_destroy(&buf->lock);
-	__atomic_fetch_sub(&buf->ctx->live, 1, __ATOMIC_RELEASE);
-	tio_ctx_put(buf->ctx);
+	tio_ctx_put(buf->ctx, 1);
 }
 
 /**
@@ -64,8 +63,7 @@ int tio_buffer_wrap(struct tio_ctx *ctx, uint32_t handle, uint32_t kind,
 	buf->data = user_addr;
 	buf->ctx = ctx;
 	pthread_mutex_init(&buf->lock, NULL);
-	__atomic_fetch_add(&ctx->live, 1, __ATOMIC_RELAXED);
-	tio_ctx_hold(ctx);
+	tio_ctx_hold(ctx, 1);
 	*out = buf;
 	return 0;
 }

@@ -23,8 +23,7 @@ static void tio_stream_finalize(void *self)
 		s->ctx->ops->unmap(s->ctx, (void *)s->word, s->ctx->page_size);
 	s->ctx->ops->exec(s->ctx, TIO_IOC_STREAM_DESTROY, &op);
 	pthread_mutex_destroy(&s->lock);
-	__atomic_fetch_sub(&s->ctx->live, 1, __ATOMIC_RELEASE);
-	tio_ctx_put(s->ctx);
+	tio_ctx_put(s->ctx, 1);
 }
 
 /**
@@ -53,8 +52,7 @@ int tio_stream_wrap(struct tio_ctx *ctx, const struct tio_stream_create *sc,
 	s->seqno_offset = sc->seqno_offset;
 	s->ctx = ctx;
 	pthread_mutex_init(&s->lock, NULL);
-	__atomic_fetch_add(&ctx->live, 1, __ATOMIC_RELAXED);
-	tio_ctx_hold(ctx);
+	tio_ctx_hold(ctx, 1);
 	*out = s;
 	return 0;
 }
