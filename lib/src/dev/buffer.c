@@ -125,10 +125,7 @@ static int tio_buffer_cmd(enum tio_cmd_id id, tio_buffer_t *buf, int64_t *v,
 
 	if (TIO_UNLIKELY(!buf))
 		return tio_cmd_arg_error(cmd, 0, "a tio.Buffer");
-	v[0] = buf->handle;
-	if (tio_cmd_fill(cmd, c->payload.bytes, v, n))
-		return -1;
-	return tio_exec(buf->ctx, cmd, c->payload.bytes);
+	return tio_cmd_on(cmd, buf->ctx, buf->handle, v, n, c->payload.bytes);
 }
 
 int tio_buffer_export(tio_buffer_t *buf, unsigned int flags, int *fd)

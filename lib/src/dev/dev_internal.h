@@ -198,6 +198,19 @@ static inline int tio_exec(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
 	return 0;
 }
 
+/*
+ * The C API's command on an object: the object's @handle is v[0], its
+ * other arguments v[1..@n-1]; it runs with the context the object holds.
+ */
+static inline int tio_cmd_on(const struct tio_cmd_desc *cmd, struct tio_ctx *ctx,
+			     int64_t handle, int64_t *v, int32_t n, void *payload)
+{
+	v[0] = handle;
+	if (tio_cmd_fill(cmd, payload, v, n))
+		return -1;
+	return tio_exec(ctx, cmd, payload);
+}
+
 /* cmd_table.c: type indices of tio.Buffer and tio.Stream (-1: none yet). */
 struct tio_dev_types {
 	int32_t buffer;

@@ -80,10 +80,7 @@ static int tio_stream_cmd(enum tio_cmd_id id, tio_stream_t *s, int64_t *v,
 
 	if (TIO_UNLIKELY(!s))
 		return tio_cmd_arg_error(cmd, 0, "a tio.Stream");
-	v[0] = s->handle;
-	if (tio_cmd_fill(cmd, c->payload.bytes, v, n))
-		return -1;
-	return tio_exec(s->ctx, cmd, c->payload.bytes);
+	return tio_cmd_on(cmd, s->ctx, s->handle, v, n, c->payload.bytes);
 }
 
 void tio_stream_decref(tio_stream_t *s)
