@@ -69,8 +69,9 @@ int tio_buffer_wrap(struct tio_ctx *ctx, uint32_t handle, uint32_t kind,
 }
 
 /* Run a command whose result is a new buffer, from its @n arguments @v. */
-static int tio_buffer_new(enum tio_cmd_id id, const int64_t *v, int32_t n,
-			  tio_buffer_t **out)
+static inline __attribute__((always_inline)) int
+tio_buffer_new(enum tio_cmd_id id, const int64_t *v, int32_t n,
+	       tio_buffer_t **out)
 {
 	const struct tio_cmd_desc *cmd = &tio_cmds[id];
 	struct tio_ctx *ctx = tio_ctx_get();
@@ -118,8 +119,9 @@ int tio_buffer_import(int fd, tio_buffer_t **out)
  * Run a command on @buf (v[0]) and its other arguments v[1..n-1], with the
  * context @buf holds; the payload stays in @c.
  */
-static int tio_buffer_cmd(enum tio_cmd_id id, tio_buffer_t *buf, int64_t *v,
-			  int32_t n, struct tio_cmd *c)
+static inline __attribute__((always_inline)) int
+tio_buffer_cmd(enum tio_cmd_id id, tio_buffer_t *buf, int64_t *v,
+	       int32_t n, struct tio_cmd *c)
 {
 	const struct tio_cmd_desc *cmd = &tio_cmds[id];
 

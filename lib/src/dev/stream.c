@@ -73,8 +73,9 @@ int tio_stream_create(tio_stream_t **out)
  * Run a command on @s (v[0]) and its other arguments v[1..n-1], with the
  * context @s holds; the payload stays in @c.
  */
-static int tio_stream_cmd(enum tio_cmd_id id, tio_stream_t *s, int64_t *v,
-			  int32_t n, struct tio_cmd *c)
+static inline __attribute__((always_inline)) int
+tio_stream_cmd(enum tio_cmd_id id, tio_stream_t *s, int64_t *v,
+	       int32_t n, struct tio_cmd *c)
 {
 	const struct tio_cmd_desc *cmd = &tio_cmds[id];
 
