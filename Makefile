@@ -7,6 +7,7 @@
 #   make check        install what is missing, then every test
 #   make run          the main job: VM + module + overhead benchmark
 #   make bench        every benchmark suite available here
+#   make python       the Python package's extension, in the tree (python/)
 #
 # KDIR defaults to /lib/modules/$(uname -r)/build when it exists, else the
 # newest installed Debian headers; KVER=release picks that release's.
@@ -35,6 +36,11 @@ $(filter-out build-lib,$(SUBDIRS:%=build-%)): build-lib | build/ksrc/.done
 # The kselftests carry tioctl into the VM.
 build-tests/kselftest: build-tools
 
+# Import it with PYTHONPATH=python; pip install --no-build-isolation ./python
+# installs it (docs/python.md).
+python: build-lib
+	$(MAKE) -C python
+
 modules:
 	$(MAKE) -C $(KDIR) M=$(top) modules
 
@@ -58,6 +64,9 @@ install: all
 	ln -sf libtensorio.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtensorio.so.0
 	ln -sf libtensorio.so.0 $(DESTDIR)$(LIBDIR)/libtensorio.so
 	install -m 0644 build/lib/libtensorio.a $(DESTDIR)$(LIBDIR)/
+	install -m 0755 build/lib/libtensorio-tvmffi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtensorio-tvmffi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtensorio-tvmffi.so.0
+	ln -sf libtensorio-tvmffi.so.0 $(DESTDIR)$(LIBDIR)/libtensorio-tvmffi.so
 	install -m 0644 lib/include/tensorio/*.h $(DESTDIR)$(INCLUDEDIR)/tensorio/
 	install -m 0644 uapi/linux/tensorio.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
@@ -92,7 +101,7 @@ check: deps
 run: deps
 	@scripts/run.sh
 
-bench: deps all
+bench: deps all python
 	@scripts/bench.sh
 
 # make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release]: fuzz the driver
@@ -104,6 +113,6 @@ fuzz: deps all
 # Keeps build/ksrc (extracted from linux-source, slow to redo).
 clean:
 	find build -mindepth 1 -maxdepth 1 ! -name ksrc -exec rm -rf {} + 2>/dev/null || true
-	@for d in $(SUBDIRS); do $(MAKE) -s -C $$d clean; done
+	@for d in $(SUBDIRS) python; do $(MAKE) -s -C $$d clean; done
 
-.PHONY: all $(SUBDIRS:%=build-%) install install-system modules modules_clean deps check run bench fuzz clean
+.PHONY: all $(SUBDIRS:%=build-%) python install install-system modules modules_clean deps check run bench fuzz clean

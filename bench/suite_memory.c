@@ -24,9 +24,12 @@
 #include <linux/tensorio.h>
 #include <linux/udmabuf.h>
 
+#include <tensorio/error.h>
+#include <tensorio/pinned.h>
+
 #include "bench.h"
 
-enum mkind { M_MEMFD, M_MALLOC, M_KALLOC, M_KPIN, M_EXPORT, M_HEAP, M_UDMABUF };
+enum mkind { M_MEMFD, M_MALLOC, M_KALLOC, M_KPIN, M_EXPORT, M_HEAP, M_UDMABUF, M_PINNED };
 
 #define MARG(k, sz)	((uintptr_t)(k) | (uintptr_t)(sz) << 8)
 #define MKIND(a)	((enum mkind)((a) & 0xff))
@@ -38,7 +41,14 @@ struct mstate {
 	void *mem;
 	size_t size;
 	__u32 handle;
+	struct tio_pinned_stats pc;	/* the cache's, after setup */
 };
+
+#define KiB	1024UL
+#define MiB	(1024UL * 1024)
+
+/* The cache's hit rate over the row's repeats, in its note. */
+static char pinned_note[3][128];
 
 static void mem_teardown(struct bench_run *run)
 {
@@ -46,6 +56,21 @@ static void mem_teardown(struct bench_run *run)
 
 	if (!s)
 		return;
+	if (MKIND(run->c->arg) == M_PINNED) {
+		struct tio_pinned_stats st;
+		uint64_t h, m;
+		int i = s->size == KiB ? 0 : s->size == 64 * KiB ? 1 : 2;
+
+		tio_pinned_stats(&st);
+		h = st.hits - s->pc.hits;
+		m = st.misses - s->pc.misses;
+		if (h + m)
+			snprintf(pinned_note[i], sizeof(pinned_note[i]),
+				 "tio_pinned_alloc + release, cache warm: hit rate %.1f %% "
+				 "(%llu of %llu)", 100.0 * (double)h / (double)(h + m),
+				 (unsigned long long)h, (unsigned long long)(h + m));
+		tio_pinned_trim();
+	}
 	if (s->handle) {
 		struct tio_handle_op f = { .handle = s->handle };
 
@@ -78,6 +103,20 @@ static int mem_setup(struct bench_run *run)
 	case M_MEMFD:
 	case M_MALLOC:
 		return 0;
+	case M_PINNED: {
+		/* Warm the cache: the rows time the repeated allocation. */
+		tio_buffer_t *b;
+
+		if (tio_pinned_alloc(s->size, &b)) {
+			err = bench_skip(run, "tio_pinned_alloc: %s", tio_error_peek_raised() ?
+					 tio_error_message(tio_error_peek_raised()) : "?");
+			tio_error_clear();
+			goto out;
+		}
+		tio_buffer_decref(b);
+		tio_pinned_stats(&s->pc);
+		return 0;
+	}
 	case M_HEAP:
 		s->fd = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
 		if (s->fd < 0) {
@@ -268,13 +307,20 @@ static int mem_run(struct bench_run *run, uint64_t n)
 		case M_UDMABUF:
 			err = one_udmabuf(run, s);
 			break;
+		case M_PINNED: {
+			tio_buffer_t *b;
+
+			if (tio_pinned_alloc(s->size, &b))
+				return bench_fail(run, ENOMEM, "tio_pinned_alloc");
+			bench_keep(tio_buffer_data(b));
+			tio_buffer_decref(b);
+			break;
+		}
 		}
 	}
 	return err;
 }
 
-#define KiB	1024UL
-#define MiB	(1024UL * 1024)
 #define MEM(n, k, sz, cls, t, what) {					\
 	.suite = "memory", .name = n, .size = cls, .target = t,		\
 	.note = what, .setup = mem_setup, .run = mem_run,		\
@@ -295,6 +341,9 @@ static struct bench_case cases[] = {
 	    "BUF_EXPORT + BUF_IMPORT + BUF_FREE + close"),
 	SIZES("peer/dma-heap", M_HEAP, "/dev/dma_heap/system alloc + close"),
 	SIZES("peer/udmabuf", M_UDMABUF, "udmabuf from a sealed memfd + close"),
+	MEM("pinned-cache/1k", M_PINNED, KiB, "small", 5000, pinned_note[0]),
+	MEM("pinned-cache/64k", M_PINNED, 64 * KiB, "small", 5000, pinned_note[1]),
+	MEM("pinned-cache/1m", M_PINNED, MiB, "medium", 5000, pinned_note[2]),
 };
 
 static void __attribute__((constructor)) memory_register(void)

@@ -219,9 +219,18 @@ static int tio_buffer_npages(u64 size, unsigned long *npages)
 	return 0;
 }
 
-/* Charge @npages to the opener's mm; the buffer keeps the mm referenced. */
-static int tio_buffer_charge(struct tio_buffer *buf, struct tio_file *tf,
-			     unsigned long npages)
+/**
+ * tio_buffer_charge() - charge pages a buffer keeps resident
+ * @buf: the buffer, not yet charged
+ * @tf: the file, whose opener's mm pays
+ * @npages: pages
+ *
+ * The buffer keeps the mm referenced; its release returns the charge.
+ *
+ * Return: 0, -ENOMEM or -EPERM (tio_memlock_charge()).
+ */
+int tio_buffer_charge(struct tio_buffer *buf, struct tio_file *tf,
+		      unsigned long npages)
 {
 	int ret;
 
@@ -265,10 +274,11 @@ static int tio_buffer_set_desc_from_user(struct tio_buffer *buf, u64 uptr)
  * tio_cmd_buf_alloc() - TIO_IOC_BUF_ALLOC: a buffer of zeroed kernel pages
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_alloc payload
+ * @call: the call
  *
  * Return: 0 or a negative errno (see docs/uapi.md).
  */
-int tio_cmd_buf_alloc(struct tio_file *tf, void *data)
+int tio_cmd_buf_alloc(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_alloc *args = data;
 	struct tio_buffer *buf;
@@ -320,10 +330,11 @@ err_put:
  * tio_cmd_buf_pin_user() - TIO_IOC_BUF_PIN_USER: pin a page-aligned user range
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_pin payload
+ * @call: the call
  *
  * Return: 0 or a negative errno; on error nothing stays pinned or charged.
  */
-int tio_cmd_buf_pin_user(struct tio_file *tf, void *data)
+int tio_cmd_buf_pin_user(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_pin *args = data;
 	unsigned int gup_flags = FOLL_LONGTERM;
@@ -387,10 +398,11 @@ err_put:
  * tio_cmd_buf_free() - TIO_IOC_BUF_FREE: drop a buffer's handle
  * @tf: the calling file
  * @data: kernel copy of the struct tio_handle_op payload
+ * @call: the call
  *
  * Return: 0, -EINVAL or -ENOENT.
  */
-int tio_cmd_buf_free(struct tio_file *tf, void *data)
+int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_handle_op *args = data;
 	struct tio_obj *obj;
@@ -408,10 +420,11 @@ int tio_cmd_buf_free(struct tio_file *tf, void *data)
  * tio_cmd_buf_info() - TIO_IOC_BUF_INFO: describe a buffer
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_info payload
+ * @call: the call
  *
  * Return: 0, -EINVAL, -ENOENT or -EFAULT.
  */
-int tio_cmd_buf_info(struct tio_file *tf, void *data)
+int tio_cmd_buf_info(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_info *args = data;
 	struct tio_tensor_desc desc;
@@ -449,10 +462,11 @@ int tio_cmd_buf_info(struct tio_file *tf, void *data)
  * tio_cmd_buf_set_desc() - TIO_IOC_BUF_SET_DESC: set or clear the tensor descriptor
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_desc payload
+ * @call: the call
  *
  * Return: 0 or a negative errno; on error the old descriptor stays.
  */
-int tio_cmd_buf_set_desc(struct tio_file *tf, void *data)
+int tio_cmd_buf_set_desc(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_desc *args = data;
 	struct tio_tensor_desc desc;
@@ -487,10 +501,11 @@ out:
  * tio_cmd_buf_export() - TIO_IOC_BUF_EXPORT: a new fd of the buffer's dma-buf
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_export payload
+ * @call: the call
  *
  * Return: 0 or a negative errno.
  */
-int tio_cmd_buf_export(struct tio_file *tf, void *data)
+int tio_cmd_buf_export(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_export *args = data;
 	struct tio_buffer *buf;
@@ -502,7 +517,7 @@ int tio_cmd_buf_export(struct tio_file *tf, void *data)
 	buf = tio_buffer_get(tf, args->handle);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf);
-	ret = tio_dmabuf_export(buf, args->flags);
+	ret = tio_dmabuf_export(buf, args->flags, call);
 	tio_buffer_put(buf);
 	if (ret < 0)
 		return ret;
@@ -514,10 +529,11 @@ int tio_cmd_buf_export(struct tio_file *tf, void *data)
  * tio_cmd_buf_import() - TIO_IOC_BUF_IMPORT: a buffer for anyone's dma-buf
  * @tf: the calling file
  * @data: kernel copy of the struct tio_buf_import payload
+ * @call: the call
  *
  * Return: 0 or a negative errno.
  */
-int tio_cmd_buf_import(struct tio_file *tf, void *data)
+int tio_cmd_buf_import(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_buf_import *args = data;
 	struct tio_buffer *buf;
@@ -528,7 +544,7 @@ int tio_cmd_buf_import(struct tio_file *tf, void *data)
 	buf = tio_buffer_alloc_struct(TIO_BUF_KIND_IMPORT);
 	if (!buf)
 		return -ENOMEM;
-	ret = tio_dmabuf_import(buf, args->fd);
+	ret = tio_dmabuf_import(buf, tf, args->fd);
 	if (ret)
 		goto err_put;
 	ret = tio_buffer_publish(tf, buf, &args->handle, &args->mmap_offset);

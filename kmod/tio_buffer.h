@@ -20,7 +20,6 @@
 
 #include <linux/dma-buf.h>
 #include <linux/dma-resv.h>
-#include <linux/iosys-map.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 
@@ -32,9 +31,9 @@
  * @kind: TIO_BUF_KIND_*
  * @readonly: pinned with TIO_PIN_F_READONLY: no writable mappings
  * @size: bytes, a multiple of PAGE_SIZE for ALLOC and USER
- * @npages: pages in @pages
+ * @npages: pages in @pages; IMPORT: pages charged for the mapped dma-buf
  * @pages: the backing pages (ALLOC: allocated, USER: pinned)
- * @mm: the mm charged for @npages (mmgrab reference), ALLOC and USER
+ * @mm: the mm charged for @npages (mmgrab reference), or NULL
  * @resv: reservation object of ALLOC and USER buffers, given to the
  *	  exported dma-buf so that every buffer has one from the start
  * @lock: see the file comment
@@ -45,7 +44,6 @@
  * @desc: the tensor descriptor
  * @attach: IMPORT: our attachment to @dmabuf
  * @sgt: IMPORT: the mapped attachment
- * @vmap: IMPORT: kernel mapping, when the exporter allows one
  */
 struct tio_buffer {
 	struct tio_obj obj;
@@ -63,7 +61,6 @@ struct tio_buffer {
 	struct tio_tensor_desc desc;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
-	struct iosys_map vmap;
 };
 
 static inline struct tio_buffer *to_tio_buffer(struct tio_obj *obj)
@@ -75,10 +72,12 @@ static inline struct tio_buffer *to_tio_buffer(struct tio_obj *obj)
 struct tio_buffer *tio_buffer_alloc_struct(u32 kind);
 void tio_buffer_free_struct(struct tio_buffer *buf);
 int tio_buffer_vma_setup(struct tio_buffer *buf, struct vm_area_struct *vma);
+int tio_buffer_charge(struct tio_buffer *buf, struct tio_file *tf,
+		      unsigned long npages);
 
 /* tio_dmabuf.c */
-int tio_dmabuf_export(struct tio_buffer *buf, u32 flags);
-int tio_dmabuf_import(struct tio_buffer *buf, int fd);
+int tio_dmabuf_export(struct tio_buffer *buf, u32 flags, struct tio_call *call);
+int tio_dmabuf_import(struct tio_buffer *buf, struct tio_file *tf, int fd);
 void tio_dmabuf_import_release(struct tio_buffer *buf);
 
 /* tio_desc.c */

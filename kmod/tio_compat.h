@@ -20,6 +20,10 @@
 #else
 #include <linux/io_uring.h>
 #endif
+#ifndef TIO_HAVE_URING_CMD_CANCELABLE
+#include <linux/io_uring_types.h>	/* the 6.1 monitor, see below */
+#include <linux/percpu-refcount.h>
+#endif
 
 /*
  * The 16 bytes of sqe->cmd: 6.1 points io_uring_cmd.cmd at them, later
@@ -71,8 +75,8 @@ static inline void tio_uring_cmd_done(struct io_uring_cmd *ioucmd, ssize_t ret,
  * Cancelable uring commands (6.7): io_uring calls ->uring_cmd again with
  * IO_URING_F_CANCEL when the issuing task exits or the ring is torn down.
  * Without it (6.1) ->flush cancels on close and exit, and a monitor
- * (tio_uring.c) catches issuers that exit without closing; see
- * docs/uapi.md.
+ * (tio_uring.c) catches issuers that exit without closing and rings torn
+ * down under a live process; see docs/uapi.md.
  */
 #ifdef TIO_HAVE_URING_CMD_CANCELABLE
 #define TIO_URING_HAS_CANCEL	true
@@ -82,12 +86,39 @@ static inline void tio_uring_cmd_mark_cancelable(struct io_uring_cmd *ioucmd,
 {
 	io_uring_cmd_mark_cancelable(ioucmd, issue_flags);
 }
+
+static inline struct task_struct *tio_uring_cmd_task(struct io_uring_cmd *ioucmd)
+{
+	return current;	/* unused: io_uring cancels for us */
+}
+
+static inline bool tio_uring_cmd_ring_dying(struct io_uring_cmd *ioucmd)
+{
+	return false;
+}
 #else
 #define TIO_URING_HAS_CANCEL	false
 #define TIO_URING_F_CANCEL	0U
 static inline void tio_uring_cmd_mark_cancelable(struct io_uring_cmd *ioucmd,
 						 unsigned int issue_flags)
 {
+}
+
+/*
+ * 6.1 gives a uring command no way to learn that its issuer exits or its
+ * ring is torn down; the monitor (tio_uring.c) looks at the request
+ * itself. The task that submitted it: an io-wq worker may have issued it
+ * (IOSQE_ASYNC), and that worker exits when idle, long before the issuer.
+ */
+static inline struct task_struct *tio_uring_cmd_task(struct io_uring_cmd *ioucmd)
+{
+	return cmd_to_io_kiocb(ioucmd)->task;
+}
+
+/* The ring is being torn down: its exit work waits for this request. */
+static inline bool tio_uring_cmd_ring_dying(struct io_uring_cmd *ioucmd)
+{
+	return percpu_ref_is_dying(&cmd_to_io_kiocb(ioucmd)->ctx->refs);
 }
 #endif
 
@@ -113,29 +144,6 @@ static inline void tio_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t fla
 	vm_flags_clear(vma, flags);
 }
 #endif
-
-/*
- * Buffers (tio_buffer.c, tio_dmabuf.c). dma_buf_vmap() wants the dma_resv
- * lock held since 6.2, which added dma_buf_vmap_unlocked(); 6.1's takes
- * its own lock.
- */
-static inline int tio_dma_buf_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
-{
-#ifdef TIO_HAVE_DMA_BUF_VMAP_UNLOCKED
-	return dma_buf_vmap_unlocked(dmabuf, map);
-#else
-	return dma_buf_vmap(dmabuf, map);
-#endif
-}
-
-static inline void tio_dma_buf_vunmap(struct dma_buf *dmabuf, struct iosys_map *map)
-{
-#ifdef TIO_HAVE_DMA_BUF_VMAP_UNLOCKED
-	dma_buf_vunmap_unlocked(dmabuf, map);
-#else
-	dma_buf_vunmap(dmabuf, map);
-#endif
-}
 
 /*
  * A reference on a file that is known not to be freed yet but whose count

@@ -3,7 +3,8 @@
  * debugfs tensorio/: statistics for operators and benchmarks.
  *
  *   stats           module-wide: open files, buffers, streams, pinned
- *                   bytes, blocking waits, parked io_uring waits
+ *                   bytes, blocking waits, parked io_uring waits,
+ *                   expired fences
  *   commands        per command: calls, errors, total and max ns in the
  *                   handler (write anything to reset)
  *   timing          1: time every handler, 0: count only (default)
@@ -34,7 +35,6 @@ static atomic_t tio_file_ids = ATOMIC_INIT(0);
 struct tio_counts {
 	unsigned long buffers;
 	unsigned long streams;
-	u64 pinned;
 	unsigned long waits;
 	unsigned long parked;
 };
@@ -52,7 +52,6 @@ static void tio_file_counts(struct tio_file *tf, struct tio_counts *c)
 			c->streams++;
 	}
 	xa_unlock(&tf->objs);
-	c->pinned += atomic64_read(&tf->pinned);
 	c->waits += atomic_read(&tf->nr_waits);
 	c->parked += atomic_read(&tf->nr_parked);
 }
@@ -61,7 +60,6 @@ static void tio_counts_print(struct seq_file *m, const struct tio_counts *c)
 {
 	seq_printf(m, "buffers %lu\n", c->buffers);
 	seq_printf(m, "streams %lu\n", c->streams);
-	seq_printf(m, "pinned_bytes %llu\n", c->pinned);
 	seq_printf(m, "pending_waits %lu\n", c->waits);
 	seq_printf(m, "parked_uring %lu\n", c->parked);
 }
@@ -83,6 +81,8 @@ static int tio_global_stats_show(struct seq_file *m, void *unused)
 	seq_printf(m, "pinned_bytes_total %lld\n",
 		   (long long)atomic64_read(&tio_pinned_total));
 	seq_printf(m, "parked_uring_total %d\n", atomic_read(&tio_parked_total));
+	seq_printf(m, "fences_expired %lld\n",
+		   (long long)atomic64_read(&tio_fences_expired));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(tio_global_stats);

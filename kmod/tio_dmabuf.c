@@ -233,11 +233,12 @@ out:
  * tio_dmabuf_export() - a new fd for the buffer's dma-buf
  * @buf: a referenced buffer
  * @flags: TIO_EXPORT_F_*
+ * @call: the call: the fd is installed once it reached userspace
  *
- * Return: the fd; -EACCES when TIO_EXPORT_F_RDWR asks for a read-only
+ * Return: the reserved fd; -EACCES when TIO_EXPORT_F_RDWR asks for a read-only
  * buffer; -ENOMEM, -EMFILE or a dma_buf_export() error.
  */
-int tio_dmabuf_export(struct tio_buffer *buf, u32 flags)
+int tio_dmabuf_export(struct tio_buffer *buf, u32 flags, struct tio_call *call)
 {
 	struct dma_buf *dmabuf;
 	int fd;
@@ -253,7 +254,8 @@ int tio_dmabuf_export(struct tio_buffer *buf, u32 flags)
 		if (IS_ERR(dmabuf))
 			return PTR_ERR(dmabuf);
 	}
-	fd = dma_buf_fd(dmabuf, flags & TIO_EXPORT_F_CLOEXEC ? O_CLOEXEC : 0);
+	/* The dma-buf's reference is its file's: the queue takes it. */
+	fd = tio_fd_reserve(call, dmabuf->file, flags & TIO_EXPORT_F_CLOEXEC);
 	if (fd < 0)
 		dma_buf_put(dmabuf);
 	return fd;
@@ -267,16 +269,24 @@ static enum dma_data_direction tio_import_dir(struct tio_buffer *buf)
 /**
  * tio_dmabuf_import() - attach and map a dma-buf for an IMPORT buffer
  * @buf: a new buffer of kind TIO_BUF_KIND_IMPORT
+ * @tf: the importing file
  * @fd: the dma-buf fd
  *
  * A dma-buf opened read-only is mapped DMA_TO_DEVICE and only mapped
  * read-only; a tensorio dma-buf brings its tensor descriptor along.
  *
+ * The mapping keeps the exporter's pages pinned for as long as the buffer
+ * lives (a static attachment), so the importer pays for them like for
+ * BUF_ALLOC, before they are mapped: its memlock and max_pinned are
+ * charged with the dma-buf's size. A tensorio dma-buf is not charged
+ * again: its exporter already pays for those very pages.
+ *
  * Return: 0; -EBADF for a bad fd; -EINVAL for an fd that is not a
- * dma-buf; an attach or map error of the exporter. On error @buf is
- * left as it came.
+ * dma-buf; -ENOMEM or -EPERM over the memlock limits; an attach or map
+ * error of the exporter. On error @buf holds at most the charge, which
+ * its release returns.
  */
-int tio_dmabuf_import(struct tio_buffer *buf, int fd)
+int tio_dmabuf_import(struct tio_buffer *buf, struct tio_file *tf, int fd)
 {
 	struct dma_buf_attachment *attach;
 	struct dma_buf *dmabuf;
@@ -286,6 +296,11 @@ int tio_dmabuf_import(struct tio_buffer *buf, int fd)
 	dmabuf = dma_buf_get(fd);
 	if (IS_ERR(dmabuf))
 		return PTR_ERR(dmabuf);
+	if (dmabuf->ops != &tio_dmabuf_ops) {
+		ret = tio_buffer_charge(buf, tf, PAGE_ALIGN(dmabuf->size) >> PAGE_SHIFT);
+		if (ret)
+			goto err_put;
+	}
 	buf->readonly = !(dmabuf->file->f_mode & FMODE_WRITE);
 	attach = dma_buf_attach(dmabuf, tio_device);
 	if (IS_ERR(attach)) {
@@ -331,8 +346,6 @@ void tio_dmabuf_import_release(struct tio_buffer *buf)
 {
 	if (!buf->dmabuf)
 		return;
-	if (!iosys_map_is_null(&buf->vmap))
-		tio_dma_buf_vunmap(buf->dmabuf, &buf->vmap);
 	dma_buf_unmap_attachment_unlocked(buf->attach, buf->sgt,
 					  tio_import_dir(buf));
 	dma_buf_detach(buf->dmabuf, buf->attach);

@@ -19,21 +19,50 @@
 #include "tio_priv.h"
 #include "tio_trace.h"
 
+/*
+ * What a handler may do to the thread that issues it, for io_uring's
+ * IO_URING_F_NONBLOCK issue, where nothing may sleep for long:
+ * @TIO_NB_INLINE: GFP_KERNEL allocations and short locks (a buffer's
+ *	mutex, a dma_resv lock, the file table), as io_uring's own issue
+ *	paths allow: no waiting for I/O or for other parties; runs inline.
+ *	BUF_ALLOC is CPU work (allocate and zero, bounded by max_buf_size,
+ *	fatal signals checked).
+ * @TIO_NB_PUNT: may wait for I/O or another driver (faulting user pages
+ *	in, an exporter's attach and map): -EAGAIN, so that io_uring retries
+ *	it from io-wq.
+ * @TIO_NB_WAIT: waits for fences for up to its timeout (counted in
+ *	nr_waits): a uring command parks (tio_uring.c), a SUBMIT record
+ *	with a non-zero timeout makes its SUBMIT punt.
+ */
+enum tio_nb {
+	TIO_NB_INLINE,
+	TIO_NB_PUNT,
+	TIO_NB_WAIT,
+};
+
 /**
  * struct tio_op - one command
  * @cmd: its ioctl number; _IOC_NR(@cmd) indexes the table
- * @fn: the handler, on a kernel copy of the payload
+ * @fn: the handler, on a kernel copy of the payload, for a call
  * @name: for debugfs
- * @wait: the handler may block waiting for fences (counted in nr_waits)
+ * @nb: enum tio_nb
  */
 struct tio_op {
 	unsigned int cmd;
-	int (*fn)(struct tio_file *tf, void *data);
+	int (*fn)(struct tio_file *tf, void *data, struct tio_call *call);
 	const char *name;
-	bool wait;
+	u8 nb;
 };
 
-static int tio_cmd_info(struct tio_file *tf, void *data)
+/**
+ * tio_cmd_info() - TIO_IOC_INFO: driver version, features and limits
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_info payload
+ * @call: the call
+ *
+ * Return: 0, or -EINVAL for non-zero flags or pad.
+ */
+static int tio_cmd_info(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_info *info = data;
 
@@ -57,33 +86,33 @@ static int tio_cmd_info(struct tio_file *tf, void *data)
 	return 0;
 }
 
-static int tio_cmd_submit(struct tio_file *tf, void *data);
+static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call);
 
-#define TIO_OP(_name, _fn, _wait)					\
+#define TIO_OP(_name, _fn, _nb)					\
 	[_IOC_NR(TIO_IOC_##_name)] = {					\
 		.cmd = TIO_IOC_##_name, .fn = _fn, .name = #_name,	\
-		.wait = _wait,						\
+		.nb = TIO_NB_##_nb,					\
 	}
 
 static const struct tio_op tio_ops[] = {
-	TIO_OP(INFO, tio_cmd_info, false),
-	TIO_OP(BUF_ALLOC, tio_cmd_buf_alloc, false),
-	TIO_OP(BUF_PIN_USER, tio_cmd_buf_pin_user, false),
-	TIO_OP(BUF_FREE, tio_cmd_buf_free, false),
-	TIO_OP(BUF_INFO, tio_cmd_buf_info, false),
-	TIO_OP(BUF_SET_DESC, tio_cmd_buf_set_desc, false),
-	TIO_OP(BUF_EXPORT, tio_cmd_buf_export, false),
-	TIO_OP(BUF_IMPORT, tio_cmd_buf_import, false),
-	TIO_OP(BUF_ATTACH_FENCE, tio_cmd_buf_attach_fence, false),
-	TIO_OP(BUF_WAIT, tio_cmd_buf_wait, true),
-	TIO_OP(STREAM_CREATE, tio_cmd_stream_create, false),
-	TIO_OP(STREAM_DESTROY, tio_cmd_stream_destroy, false),
-	TIO_OP(FENCE_EMIT, tio_cmd_fence_emit, false),
-	TIO_OP(FENCE_SIGNAL, tio_cmd_fence_signal, false),
-	TIO_OP(FENCE_WAIT, tio_cmd_fence_wait, true),
-	TIO_OP(FENCE_EXPORT, tio_cmd_fence_export, false),
-	TIO_OP(FENCE_IMPORT, tio_cmd_fence_import, false),
-	TIO_OP(SUBMIT, tio_cmd_submit, false),
+	TIO_OP(INFO, tio_cmd_info, INLINE),
+	TIO_OP(BUF_ALLOC, tio_cmd_buf_alloc, INLINE),
+	TIO_OP(BUF_PIN_USER, tio_cmd_buf_pin_user, PUNT),
+	TIO_OP(BUF_FREE, tio_cmd_buf_free, INLINE),
+	TIO_OP(BUF_INFO, tio_cmd_buf_info, INLINE),
+	TIO_OP(BUF_SET_DESC, tio_cmd_buf_set_desc, INLINE),
+	TIO_OP(BUF_EXPORT, tio_cmd_buf_export, INLINE),
+	TIO_OP(BUF_IMPORT, tio_cmd_buf_import, PUNT),
+	TIO_OP(BUF_ATTACH_FENCE, tio_cmd_buf_attach_fence, INLINE),
+	TIO_OP(BUF_WAIT, tio_cmd_buf_wait, WAIT),
+	TIO_OP(STREAM_CREATE, tio_cmd_stream_create, INLINE),
+	TIO_OP(STREAM_DESTROY, tio_cmd_stream_destroy, INLINE),
+	TIO_OP(FENCE_EMIT, tio_cmd_fence_emit, INLINE),
+	TIO_OP(FENCE_SIGNAL, tio_cmd_fence_signal, INLINE),
+	TIO_OP(FENCE_WAIT, tio_cmd_fence_wait, WAIT),
+	TIO_OP(FENCE_EXPORT, tio_cmd_fence_export, INLINE),
+	TIO_OP(FENCE_IMPORT, tio_cmd_fence_import, INLINE),
+	TIO_OP(SUBMIT, tio_cmd_submit, INLINE),
 };
 
 #define TIO_NR_OPS	ARRAY_SIZE(tio_ops)
@@ -148,6 +177,11 @@ static inline void tio_stat_update(unsigned int nr, int ret, u64 t0)
 		this_cpu_write(tio_stats.op[nr].max_ns, ns);
 }
 
+/*
+ * The command a number names: type and number decide, the size and the
+ * direction bits are the caller's (checked by tio_payload_in/out()), so
+ * that a structure can grow at the end without breaking older callers.
+ */
 static const struct tio_op *tio_op_lookup(unsigned int cmd)
 {
 	unsigned int nr = _IOC_NR(cmd);
@@ -155,9 +189,19 @@ static const struct tio_op *tio_op_lookup(unsigned int cmd)
 	if (_IOC_TYPE(cmd) != TIO_IOC_MAGIC || nr >= TIO_NR_OPS)
 		return NULL;
 	nr = array_index_nospec(nr, TIO_NR_OPS);
-	if (!tio_ops[nr].fn || tio_ops[nr].cmd != cmd)
+	if (!tio_ops[nr].fn)
 		return NULL;
 	return &tio_ops[nr];
+}
+
+/*
+ * The directions both the caller's number and the kernel's encode, as
+ * drm_ioctl() decides: a payload is read only when both say _IOC_WRITE
+ * and written back only when both say _IOC_READ.
+ */
+static inline unsigned int tio_op_dir(const struct tio_op *op, unsigned int cmd)
+{
+	return _IOC_DIR(cmd) & _IOC_DIR(op->cmd);
 }
 
 /*
@@ -165,7 +209,8 @@ static const struct tio_op *tio_op_lookup(unsigned int cmd)
  * payload. Every submission form ends here.
  */
 static __always_inline int tio_dispatch(struct tio_file *tf,
-					const struct tio_op *op, void *data)
+					const struct tio_op *op, void *data,
+					struct tio_call *call)
 {
 	unsigned int nr = _IOC_NR(op->cmd);
 	u64 t0 = 0;
@@ -174,12 +219,12 @@ static __always_inline int tio_dispatch(struct tio_file *tf,
 	trace_tio_cmd_enter(tf, nr);
 	if (static_branch_unlikely(&tio_stats_timing))
 		t0 = ktime_get_ns();
-	if (unlikely(op->wait)) {
+	if (unlikely(op->nb == TIO_NB_WAIT)) {
 		atomic_inc(&tf->nr_waits);
-		ret = op->fn(tf, data);
+		ret = op->fn(tf, data, call);
 		atomic_dec(&tf->nr_waits);
 	} else {
-		ret = op->fn(tf, data);
+		ret = op->fn(tf, data, call);
 	}
 	tio_stat_update(nr, ret, t0);
 	trace_tio_cmd_exit(tf, nr, ret);
@@ -196,42 +241,103 @@ struct tio_payload {
 
 static_assert(sizeof(struct tio_payload) == TIO_CMD_PAYLOAD);
 
+/*
+ * Check a record's payload against its command's size: @usize bytes are
+ * the caller's structure, the rest of the record must be zero; of a
+ * structure longer than the kernel's only zero bytes may follow the
+ * kernel's part. Return: 0, -EINVAL or -E2BIG.
+ */
+static int tio_record_size(const struct tio_cmd *rec, unsigned int usize,
+			   unsigned int ksize)
+{
+	const u8 *bytes = rec->payload.bytes;
+
+	if (unlikely(usize > TIO_CMD_PAYLOAD))
+		return -EINVAL;
+	if (unlikely(memchr_inv(bytes + usize, 0, TIO_CMD_PAYLOAD - usize)))
+		return -EINVAL;
+	if (unlikely(usize > ksize && memchr_inv(bytes + ksize, 0, usize - ksize)))
+		return -E2BIG;
+	return 0;
+}
+
+/*
+ * Would a record sleep for long (enum tio_nb)? Records that will fail
+ * their checks do not count; a wait's timeout is read where the kernel's
+ * structure has it (zero past a shorter caller's, by the record rules).
+ */
+static bool tio_record_may_block(const struct tio_cmd *rec)
+{
+	const struct tio_op *op = tio_op_lookup(rec->op);
+	const void *p = rec->payload.bytes;
+
+	if (!op || op->nb == TIO_NB_INLINE)
+		return false;
+	if (op->nb == TIO_NB_PUNT)
+		return true;
+	if (op->cmd == TIO_IOC_FENCE_WAIT)
+		return ((const struct tio_fence_wait *)p)->timeout_ns != 0;
+	return ((const struct tio_buf_wait *)p)->timeout_ns != 0;
+}
+
 /* One record of a SUBMIT vector; @buf is scratch for the payload. */
 static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec,
-			  struct tio_payload *buf)
+			  struct tio_payload *buf, struct tio_call *call)
 {
 	struct tio_payload *payload = (struct tio_payload *)rec->payload.bytes;
+	unsigned int usize, ksize, dir;
 	const struct tio_op *op;
-	unsigned int size;
 	int ret;
 
-	if (unlikely(rec->flags || rec->pad || rec->op == TIO_IOC_SUBMIT))
+	if (unlikely(rec->flags || rec->pad))
 		return -EINVAL;
 	op = tio_op_lookup(rec->op);
 	if (unlikely(!op))
 		return -ENOTTY;
-	size = _IOC_SIZE(op->cmd);
-	if (unlikely(memchr_inv(rec->payload.bytes + size, 0,
-				TIO_CMD_PAYLOAD - size)))
+	if (unlikely(op->fn == tio_cmd_submit))
 		return -EINVAL;
-	/* The handler works on a copy, as with ioctl(): a failed or
-	 * write-only command leaves the record's payload as it was.
+	usize = _IOC_SIZE(rec->op);
+	ksize = _IOC_SIZE(op->cmd);
+	ret = tio_record_size(rec, usize, ksize);
+	if (unlikely(ret))
+		return ret;
+	dir = tio_op_dir(op, rec->op);
+	/*
+	 * The handler works on a copy, as with ioctl(): a failed or
+	 * write-only command leaves the record's payload as it was. The
+	 * bytes past a shorter structure are zero: that is the zero
+	 * extension.
 	 */
-	*buf = *payload;
-	ret = tio_dispatch(tf, op, buf);
-	if (ret >= 0 && (_IOC_DIR(op->cmd) & _IOC_READ))
+	if (likely(dir & _IOC_WRITE))
+		*buf = *payload;
+	else
+		memset(buf, 0, sizeof(*buf));
+	ret = tio_dispatch(tf, op, buf, call);
+	if (ret < 0 || !(dir & _IOC_READ))
+		return ret;
+	if (likely(usize >= ksize))
 		*payload = *buf;
+	else
+		memcpy(payload, buf, usize);	/* truncated out */
 	return ret;
 }
 
-/*
- * TIO_IOC_SUBMIT: one copy of the whole vector in, the records run in
- * order, one copy of the processed records out. Nothing is allocated per
- * record. Return: the number of records that failed (0: all processed
- * records succeeded), or a negative errno when the vector itself was
- * refused (nothing ran) or could not be written back (records ran).
+/**
+ * tio_cmd_submit() - TIO_IOC_SUBMIT: run a vector of command records
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_submit payload
+ * @call: the call; the records' new fds join its queue
+ *
+ * One copy of the whole vector in, the records run in order, one copy of
+ * the processed records out. Nothing is allocated per record.
+ *
+ * Return: the number of records that failed (0: all processed records
+ * succeeded), or a negative errno when the vector itself was refused
+ * (nothing ran; -EAGAIN for a non-blocking issue of a vector with a record
+ * that may sleep for long) or could not be written back (records ran; the
+ * fds they exported are given back, see tio_fd.c).
  */
-static int tio_cmd_submit(struct tio_file *tf, void *data)
+static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_submit *s = data;
 	struct tio_cmd __user *ucmds = u64_to_user_ptr(s->cmds_ptr);
@@ -253,10 +359,19 @@ static int tio_cmd_submit(struct tio_file *tf, void *data)
 		ret = -EFAULT;
 		goto out;
 	}
+	/* Nothing ran yet: io-wq can take the whole vector. */
+	if (call->nonblock) {
+		for (i = 0; i < s->count; i++) {
+			if (tio_record_may_block(&cmds[i])) {
+				ret = -EAGAIN;
+				goto out;
+			}
+		}
+	}
 	for (i = 0; i < s->count;) {
 		struct tio_cmd *rec = &cmds[i++];
 
-		rec->result = tio_submit_one(tf, rec, &buf);
+		rec->result = tio_user_errno(tio_submit_one(tf, rec, &buf, call));
 		if (unlikely(rec->result < 0)) {
 			failed++;
 			if (!cont)
@@ -272,35 +387,122 @@ out:
 	return ret;
 }
 
+/*
+ * Copy a payload in: a shorter structure is zero-extended, a longer one
+ * accepted when its bytes past the kernel's are zero (-E2BIG otherwise),
+ * as copy_struct_from_user() does.
+ */
+static int tio_payload_in(const struct tio_op *op, unsigned int cmd,
+			  void *kbuf, const void __user *uptr)
+{
+	size_t ksize = _IOC_SIZE(op->cmd);
+
+	if (!(tio_op_dir(op, cmd) & _IOC_WRITE)) {
+		memset(kbuf, 0, ksize);
+		return 0;
+	}
+	return copy_struct_from_user(kbuf, ksize, uptr, _IOC_SIZE(cmd));
+}
+
+/* Write a payload back: truncated to a shorter structure, a longer one's
+ * tail cleared.
+ */
+static int tio_payload_out(const struct tio_op *op, unsigned int cmd,
+			   void __user *uptr, const void *kbuf)
+{
+	size_t ksize = _IOC_SIZE(op->cmd), usize = _IOC_SIZE(cmd);
+
+	if (!(tio_op_dir(op, cmd) & _IOC_READ))
+		return 0;
+	if (copy_to_user(uptr, kbuf, min(ksize, usize)))
+		return -EFAULT;
+	if (unlikely(usize > ksize) && clear_user(uptr + ksize, usize - ksize))
+		return -EFAULT;
+	return 0;
+}
+
 /**
  * tio_cmd_user() - run one command whose payload is in user memory
  * @tf: the file
- * @cmd: a TIO_IOC_* number
+ * @cmd: a TIO_IOC_* number, of any size the structure ever had
  * @uptr: the payload
+ * @nonblock: io_uring's IO_URING_F_NONBLOCK issue: a command that may
+ *	      sleep for long is not run (enum tio_nb)
  *
  * The ioctl() form, also used by io_uring commands that complete inline.
- * The payload is written back when the command succeeded and has the
- * _IOC_READ direction.
+ * The payload is written back when the command succeeded and both the
+ * caller's and the kernel's number have the _IOC_READ direction; fds the
+ * command created are installed only after that write succeeded.
  *
  * Return: the handler's result; -ENOTTY for an unknown command, -EFAULT
- * when the payload cannot be copied.
+ * when the payload cannot be copied, -E2BIG for a longer structure with
+ * non-zero bytes past the kernel's, -EAGAIN for a command @nonblock
+ * leaves to io-wq.
  */
-long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr)
+long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
+		  bool nonblock)
 {
-	u64 buf[TIO_CMD_PAYLOAD / sizeof(u64)];
+	struct tio_payload buf;
 	const struct tio_op *op;
+	struct tio_call call;
 	int ret;
 
 	op = tio_op_lookup(cmd);
 	if (!op)
 		return -ENOTTY;
-	if (copy_from_user(buf, uptr, _IOC_SIZE(cmd)))
-		return -EFAULT;
-	ret = tio_dispatch(tf, op, buf);
-	if (ret >= 0 && (_IOC_DIR(cmd) & _IOC_READ) &&
-	    copy_to_user(uptr, buf, _IOC_SIZE(cmd)))
+	if (nonblock && op->nb != TIO_NB_INLINE)
+		return -EAGAIN;
+	ret = tio_payload_in(op, cmd, &buf, uptr);
+	if (ret)
+		return ret;
+	tio_call_init(&call, nonblock);
+	ret = tio_dispatch(tf, op, &buf, &call);
+	if (ret >= 0 && tio_payload_out(op, cmd, uptr, &buf))
 		ret = -EFAULT;
+	if (ret >= 0)
+		tio_call_install_fds(&call);
+	else
+		tio_call_abort_fds(&call);
 	return ret;
+}
+
+/**
+ * tio_cmd_kernel() - the kernel's number for a caller's command number
+ * @cmd: a TIO_IOC_* number, of any size
+ *
+ * Return: the number the kernel's structure has, or 0 when unknown.
+ */
+unsigned int tio_cmd_kernel(unsigned int cmd)
+{
+	const struct tio_op *op = tio_op_lookup(cmd);
+
+	return op ? op->cmd : 0;
+}
+
+/**
+ * tio_cmd_copy_in() - read a payload as tio_cmd_user() does
+ * @cmd: the caller's number (a known command)
+ * @kbuf: the kernel's structure
+ * @uptr: the caller's
+ *
+ * Return: 0, -EFAULT or -E2BIG.
+ */
+int tio_cmd_copy_in(unsigned int cmd, void *kbuf, const void __user *uptr)
+{
+	return tio_payload_in(tio_op_lookup(cmd), cmd, kbuf, uptr);
+}
+
+/**
+ * tio_cmd_copy_out() - write a payload back as tio_cmd_user() does
+ * @cmd: the caller's number (a known command)
+ * @uptr: the caller's structure
+ * @kbuf: the kernel's
+ *
+ * Return: 0 or -EFAULT.
+ */
+int tio_cmd_copy_out(unsigned int cmd, void __user *uptr, const void *kbuf)
+{
+	return tio_payload_out(tio_op_lookup(cmd), cmd, uptr, kbuf);
 }
 
 /**
@@ -322,7 +524,7 @@ int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data)
 	if (!op)
 		return -ENOTTY;
 	trace_tio_cmd_enter(tf, _IOC_NR(cmd));
-	ret = op->fn(tf, data);
+	ret = op->fn(tf, data, NULL);
 	trace_tio_cmd_exit(tf, _IOC_NR(cmd), ret);
 	return ret;
 }
@@ -337,7 +539,7 @@ int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data)
  */
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	return tio_cmd_user(file->private_data, cmd, (void __user *)arg);
+	return tio_cmd_user(file->private_data, cmd, (void __user *)arg, false);
 }
 
 /**

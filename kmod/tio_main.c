@@ -23,6 +23,26 @@ MODULE_PARM_DESC(max_pinned, "Module-wide cap on pinned bytes (default: half of 
 
 atomic64_t tio_pinned_total = ATOMIC64_INIT(0);
 
+/*
+ * The bound on every fence seen outside its file (tio_timeline.c): 1 ms
+ * to TIO_FENCE_TIMEOUT_MAX_MS, never unbounded.
+ */
+unsigned int tio_fence_timeout_ms = 10000;
+
+static int tio_fence_timeout_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, 1, TIO_FENCE_TIMEOUT_MAX_MS);
+}
+
+static const struct kernel_param_ops tio_fence_timeout_ops = {
+	.set = tio_fence_timeout_set,
+	.get = param_get_uint,
+};
+
+module_param_cb(fence_timeout_ms, &tio_fence_timeout_ops, &tio_fence_timeout_ms, 0644);
+MODULE_PARM_DESC(fence_timeout_ms,
+		 "A fence seen by other drivers expires with -ETIMEDOUT after this many ms (default 10000, at most 60000)");
+
 /* The misc device's struct device, once registered. */
 struct device *tio_device;
 
@@ -34,7 +54,6 @@ static int tio_open(struct inode *inode, struct file *file)
 	if (!tf)
 		return -ENOMEM;
 	xa_init_flags(&tf->objs, XA_FLAGS_ALLOC1);
-	atomic64_set(&tf->pinned, 0);
 	tf->mm = current->mm;
 	mmgrab(tf->mm);
 	tio_uring_file_init(tf);

@@ -13,6 +13,7 @@
 #define _TIO_PRIV_H
 
 #include <linux/atomic.h>
+#include <linux/errno.h>
 #include <linux/fs.h>
 #include <linux/jump_label.h>
 #include <linux/kref.h>
@@ -73,7 +74,6 @@ struct tio_obj {
  * struct tio_file - one open file of /dev/tensorio
  * @objs: handle -> struct tio_obj *, allocating from 1
  * @mm: the opener's mm, for memlock accounting (reference via mmgrab)
- * @pinned: bytes this file has pinned
  * @uring_lock: protects @parked (tio_uring.c); taken in process context
  *		only (issue, task work, ->flush), never from a fence callback
  * @parked: asynchronous waits parked by io_uring commands
@@ -89,7 +89,6 @@ struct tio_obj {
 struct tio_file {
 	struct xarray objs;
 	struct mm_struct *mm;
-	atomic64_t pinned;
 	spinlock_t uring_lock;	/* protects @parked */
 	struct list_head parked;
 	atomic_t nr_parked;
@@ -105,6 +104,7 @@ struct tio_file {
 extern unsigned long tio_max_buf_size;
 extern unsigned long tio_max_pinned;
 extern atomic64_t tio_pinned_total;
+extern unsigned int tio_fence_timeout_ms;
 /* The misc device, for dma-buf attachments (tio_main.c). */
 extern struct device *tio_device;
 
@@ -130,6 +130,13 @@ struct dma_resv;
 struct seq_file;
 struct tio_buffer;
 
+/*
+ * The dma_resv usage TIO_RESV_F_WRITE selects: writers only, else readers
+ * and writers (DMA_RESV_USAGE_READ covers both).
+ */
+#define tio_resv_usage(flags) \
+	((flags) & TIO_RESV_F_WRITE ? DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ)
+
 /* tio_buffer.c */
 struct tio_buffer *tio_buffer_get(struct tio_file *tf, u32 handle);
 void tio_buffer_put(struct tio_buffer *buf);
@@ -139,15 +146,41 @@ struct dma_resv *tio_buffer_resv(struct tio_buffer *buf);
 /* tio_stream.c */
 /* A referenced fence for an emitted point of a stream, or ERR_PTR(). */
 struct dma_fence *tio_stream_fence(struct tio_file *tf, u32 stream, u64 seqno);
+/* The same, for a point about to be seen outside the file: bounded. */
+struct dma_fence *tio_stream_fence_expose(struct tio_file *tf, u32 stream,
+					  u64 seqno);
+/* Points that expired, module-wide (debugfs). */
+extern atomic64_t tio_fences_expired;
 
 /* tio_ioctl.c */
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
-long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr);
+long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
+		  bool nonblock);
 int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data);
+unsigned int tio_cmd_kernel(unsigned int cmd);
+int tio_cmd_copy_in(unsigned int cmd, void *kbuf, const void __user *uptr);
+int tio_cmd_copy_out(unsigned int cmd, void __user *uptr, const void *kbuf);
 void tio_cmd_account(unsigned int cmd, int ret, u64 ns);
 int tio_cmd_stats_show(struct seq_file *m, void *unused);
 void tio_cmd_stats_reset(void);
 extern struct static_key_false tio_stats_timing;
+
+/*
+ * A result that reaches userspace other than as a syscall's return (a
+ * SUBMIT record, a CQE) cannot be restarted: the kernel-internal restart
+ * errnos become -EINTR there.
+ */
+static inline int tio_user_errno(int ret)
+{
+	switch (ret) {
+	case -ERESTARTSYS:
+	case -ERESTARTNOINTR:
+	case -ERESTARTNOHAND:
+	case -ERESTART_RESTARTBLOCK:
+		return -EINTR;
+	}
+	return ret;
+}
 
 /* tio_uring.c */
 struct io_uring_cmd;
@@ -163,22 +196,51 @@ void tio_debugfs_exit(void);
 void tio_debugfs_file_add(struct tio_file *tf);
 void tio_debugfs_file_del(struct tio_file *tf);
 
-/* Command handlers: @data is the kernel copy of the payload. */
-int tio_cmd_buf_alloc(struct tio_file *tf, void *data);
-int tio_cmd_buf_pin_user(struct tio_file *tf, void *data);
-int tio_cmd_buf_free(struct tio_file *tf, void *data);
-int tio_cmd_buf_info(struct tio_file *tf, void *data);
-int tio_cmd_buf_set_desc(struct tio_file *tf, void *data);
-int tio_cmd_buf_export(struct tio_file *tf, void *data);
-int tio_cmd_buf_import(struct tio_file *tf, void *data);
-int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data);
-int tio_cmd_buf_wait(struct tio_file *tf, void *data);
-int tio_cmd_stream_create(struct tio_file *tf, void *data);
-int tio_cmd_stream_destroy(struct tio_file *tf, void *data);
-int tio_cmd_fence_emit(struct tio_file *tf, void *data);
-int tio_cmd_fence_signal(struct tio_file *tf, void *data);
-int tio_cmd_fence_wait(struct tio_file *tf, void *data);
-int tio_cmd_fence_export(struct tio_file *tf, void *data);
-int tio_cmd_fence_import(struct tio_file *tf, void *data);
+/**
+ * struct tio_call - the state of one call (one ioctl or uring command,
+ * with every record of a SUBMIT), on the caller's stack
+ * @nonblock: issued by io_uring with IO_URING_F_NONBLOCK: nothing may
+ *	      sleep for long; SUBMIT answers -EAGAIN (tio_ioctl.c)
+ * @n: fds reserved, installed once the result reached userspace (tio_fd.c)
+ * @cap: entries allocated
+ * @ent: the entries, @one or an array
+ * @one: the first entry, inline
+ */
+struct tio_call {
+	bool nonblock;
+	unsigned int n;
+	unsigned int cap;
+	struct tio_call_fd {
+		int fd;
+		struct file *file;
+	} *ent, one;
+};
+
+/* tio_fd.c */
+void tio_call_init(struct tio_call *q, bool nonblock);
+int tio_fd_reserve(struct tio_call *q, struct file *file, bool cloexec);
+void tio_call_install_fds(struct tio_call *q);
+void tio_call_abort_fds(struct tio_call *q);
+
+/*
+ * Command handlers: @data is the kernel copy of the payload, @call the
+ * call (new fds go through tio_fd_reserve()).
+ */
+int tio_cmd_buf_alloc(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_pin_user(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_info(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_set_desc(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_export(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_import(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_attach_fence(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_buf_wait(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_stream_destroy(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_emit(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_signal(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_wait(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_fence_import(struct tio_file *tf, void *data, struct tio_call *call);
 
 #endif /* _TIO_PRIV_H */

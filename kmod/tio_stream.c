@@ -1,23 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Streams: dma_fence timelines with a 64-bit seqno and a read-only seqno
- * page. Points signal strictly in seqno order: a point completes when
- * FENCE_SIGNAL reaches it (or, for an imported point, when its sync_file's
- * fence signals) and signals once every earlier point has signalled.
- * Destroying the stream (or closing the file) cancels every unsignalled
- * point with -ECANCELED, so no waiter or sync_file holder ever hangs.
- * Locking: see tio_stream.h.
+ * Streams: the handle-table object of a timeline (tio_timeline.c), its
+ * seqno page mapping, and the STREAM_ and FENCE_ commands: create,
+ * destroy, emit, signal, wait, sync_file export and import.
+ * Locking: see tio_timeline.h; a stream adds none of its own.
  */
+#include <linux/dma-fence.h>
 #include <linux/err.h>
-#include <linux/gfp.h>
+#include <linux/file.h>
 #include <linux/mm.h>
-#include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <linux/sync_file.h>
 
 #include "tio_compat.h"
 #include "tio_priv.h"
-#include "tio_stream.h"
+#include "tio_timeline.h"
 
 /**
  * struct tio_stream - a stream handle
@@ -41,240 +39,6 @@ static struct tio_stream *tio_stream_get(struct tio_file *tf, u32 handle)
 static void tio_stream_put(struct tio_stream *s)
 {
 	tio_obj_put(&s->obj);
-}
-
-/*
- * Signal the run of ready points at the head of @tl->pending. The seqno
- * word is published (release order) before any of them signals, so a
- * woken waiter, or anyone who sees the fence signalled, reads a word at
- * least as new. Retired points that carry no error move to @retired for
- * the caller to put outside the lock. Called with @tl->lock held.
- */
-static void tio_timeline_advance(struct tio_timeline *tl,
-				 struct list_head *retired)
-{
-	struct tio_fence *f, *tmp;
-	u64 last = tl->signalled;
-
-	lockdep_assert_held(&tl->lock);
-	list_for_each_entry(f, &tl->pending, link) {
-		if (!f->ready)
-			break;
-		last = f->base.seqno;
-	}
-	if (last == tl->signalled)
-		return;
-	tl->signalled = last;
-	smp_wmb();	/* the caller's writes before the seqno word */
-	WRITE_ONCE(*tl->word, last);
-	list_for_each_entry_safe(f, tmp, &tl->pending, link) {
-		if (f->base.seqno > last)
-			break;
-		if (f->status)
-			dma_fence_set_error(&f->base, f->status);
-		dma_fence_signal_locked(&f->base);
-		list_move_tail(&f->link, f->status ? &tl->errored : retired);
-	}
-}
-
-static void tio_fence_put_list(struct list_head *list)
-{
-	struct tio_fence *f, *tmp;
-
-	list_for_each_entry_safe(f, tmp, list, link) {
-		list_del_init(&f->link);
-		dma_fence_put(&f->base);
-	}
-}
-
-/*
- * Complete an imported point from its dependency: runs from irq_work (or
- * directly when the dependency had signalled already) and consumes the
- * reference taken for the callback.
- */
-static void tio_fence_dep_done(struct tio_fence *f)
-{
-	struct tio_timeline *tl = f->tl;
-	int status = dma_fence_get_status(f->dep);
-	unsigned long flags;
-	LIST_HEAD(retired);
-
-	spin_lock_irqsave(&tl->lock, flags);
-	if (!tl->dead && !f->ready) {
-		f->ready = true;
-		f->status = status < 0 ? status : 0;
-		tio_timeline_advance(tl, &retired);
-	}
-	spin_unlock_irqrestore(&tl->lock, flags);
-	tio_fence_put_list(&retired);
-	dma_fence_put(&f->base);
-}
-
-static void tio_fence_dep_work(struct irq_work *work)
-{
-	tio_fence_dep_done(container_of(work, struct tio_fence, work));
-}
-
-/* Runs under the dependency's lock, maybe in irq context: defer. */
-static void tio_fence_dep_cb(struct dma_fence *dep, struct dma_fence_cb *cb)
-{
-	struct tio_fence *f = container_of(cb, struct tio_fence, cb);
-
-	irq_work_queue(&f->work);
-}
-
-/*
- * Publish @f as the next point of @tl. Return: 0, or -EOVERFLOW when the
- * seqno space is spent (the caller frees @f).
- */
-static int tio_timeline_add(struct tio_timeline *tl, struct tio_fence *f,
-			    u64 *seqno)
-{
-	unsigned long flags;
-	int ret = 0;
-
-	spin_lock_irqsave(&tl->lock, flags);
-	if (tl->emitted == U64_MAX) {
-		ret = -EOVERFLOW;
-	} else {
-		*seqno = ++tl->emitted;
-		tio_fence_init(f, *seqno);
-		/* The initial reference is the pending list's. */
-		list_add_tail(&f->link, &tl->pending);
-	}
-	spin_unlock_irqrestore(&tl->lock, flags);
-	return ret;
-}
-
-static int tio_timeline_emit(struct tio_timeline *tl, u64 *seqno)
-{
-	struct tio_fence *f;
-	int ret;
-
-	f = tio_fence_alloc(tl);
-	if (!f)
-		return -ENOMEM;
-	ret = tio_timeline_add(tl, f, seqno);
-	if (ret)
-		tio_fence_free_unused(f);
-	return ret;
-}
-
-/*
- * Complete every point up to @seqno. Points signal in order, so a point
- * behind an imported point that has not completed waits for it; an error
- * also completes imported points (the way to abandon a dependency).
- */
-static int tio_timeline_signal(struct tio_timeline *tl, u64 seqno, int error)
-{
-	struct tio_fence *f;
-	unsigned long flags;
-	LIST_HEAD(retired);
-	int ret = 0;
-
-	spin_lock_irqsave(&tl->lock, flags);
-	if (seqno > tl->emitted) {
-		ret = -EINVAL;
-		goto unlock;
-	}
-	list_for_each_entry(f, &tl->pending, link) {
-		if (f->base.seqno > seqno)
-			break;
-		if (f->ready || (f->imported && !error))
-			continue;
-		f->ready = true;
-		f->status = error;
-	}
-	tio_timeline_advance(tl, &retired);
-unlock:
-	spin_unlock_irqrestore(&tl->lock, flags);
-	tio_fence_put_list(&retired);
-	return ret;
-}
-
-/* A referenced fence for point @seqno of @tl, or ERR_PTR(). May sleep. */
-static struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno)
-{
-	struct dma_fence *fence = NULL;
-	struct tio_fence *f;
-	unsigned long flags;
-
-	spin_lock_irqsave(&tl->lock, flags);
-	if (!seqno || seqno > tl->emitted) {
-		fence = ERR_PTR(-EINVAL);
-	} else if (seqno > tl->signalled) {
-		/* Pending seqnos are contiguous; waits mostly ask for recent ones. */
-		list_for_each_entry_reverse(f, &tl->pending, link) {
-			if (f->base.seqno == seqno) {
-				fence = dma_fence_get(&f->base);
-				break;
-			}
-		}
-	} else {
-		list_for_each_entry_reverse(f, &tl->errored, link) {
-			if (f->base.seqno == seqno) {
-				fence = dma_fence_get(&f->base);
-				break;
-			}
-		}
-	}
-	spin_unlock_irqrestore(&tl->lock, flags);
-	if (fence)
-		return fence;
-
-	/* Retired cleanly: a fresh, signalled fence stands for the point. */
-	f = tio_fence_alloc(tl);
-	if (!f)
-		return ERR_PTR(-ENOMEM);
-	tio_fence_init(f, seqno);
-	dma_fence_signal(&f->base);
-	return &f->base;
-}
-
-/*
- * The stream is gone: cancel every unsignalled point with -ECANCELED (a
- * point that already carries an error keeps it), publish the seqno word
- * and drop the list references. No other timeline user can run: the
- * stream had no references left, and dependency work sees @dead.
- */
-static void tio_timeline_cancel(struct tio_timeline *tl)
-{
-	struct tio_fence *f;
-	unsigned long flags;
-	LIST_HEAD(pending);
-	LIST_HEAD(errored);
-
-	spin_lock_irqsave(&tl->lock, flags);
-	tl->dead = true;
-	list_splice_init(&tl->pending, &pending);
-	spin_unlock_irqrestore(&tl->lock, flags);
-
-	/*
-	 * Unhook dependency callbacks outside our lock: a dependency may be a
-	 * point of this very timeline. A callback that already ran leaves its
-	 * reference to the irq_work, which sees @dead and only drops it.
-	 */
-	list_for_each_entry(f, &pending, link) {
-		/* Never the last reference: the list holds one. */
-		if (f->imported && dma_fence_remove_callback(f->dep, &f->cb))
-			dma_fence_put(&f->base);
-	}
-
-	spin_lock_irqsave(&tl->lock, flags);
-	if (!list_empty(&pending)) {
-		tl->signalled = tl->emitted;
-		smp_wmb();	/* as in tio_timeline_advance() */
-		WRITE_ONCE(*tl->word, tl->emitted);
-	}
-	list_for_each_entry(f, &pending, link) {
-		dma_fence_set_error(&f->base, f->status ?: -ECANCELED);
-		dma_fence_signal_locked(&f->base);
-	}
-	list_splice_init(&tl->errored, &errored);
-	spin_unlock_irqrestore(&tl->lock, flags);
-
-	tio_fence_put_list(&pending);
-	tio_fence_put_list(&errored);
 }
 
 static void tio_stream_release(struct tio_obj *obj)
@@ -307,17 +71,8 @@ static int tio_stream_mmap(struct tio_obj *obj, struct vm_area_struct *vma)
 static void tio_stream_show(struct tio_obj *obj, struct seq_file *m)
 {
 	struct tio_stream *s = container_of(obj, struct tio_stream, obj);
-	struct tio_timeline *tl = s->tl;
-	u64 context, emitted, signalled;
-	unsigned long flags;
 
-	spin_lock_irqsave(&tl->lock, flags);
-	context = tl->context;
-	emitted = tl->emitted;
-	signalled = tl->signalled;
-	spin_unlock_irqrestore(&tl->lock, flags);
-	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu\n",
-		   context, emitted, signalled, emitted - signalled);
+	tio_timeline_show(s->tl, m);
 }
 
 static const struct tio_obj_ops tio_stream_ops = {
@@ -326,40 +81,27 @@ static const struct tio_obj_ops tio_stream_ops = {
 	.show = tio_stream_show,
 };
 
-static struct tio_timeline *tio_timeline_create(void)
-{
-	struct tio_timeline *tl;
-
-	tl = kzalloc(sizeof(*tl), GFP_KERNEL_ACCOUNT);
-	if (!tl)
-		return NULL;
-	tl->page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
-	if (!tl->page) {
-		kfree(tl);
-		return NULL;
-	}
-	tl->word = page_address(tl->page);
-	kref_init(&tl->ref);
-	spin_lock_init(&tl->lock);
-	tl->context = dma_fence_context_alloc(1);
-	INIT_LIST_HEAD(&tl->pending);
-	INIT_LIST_HEAD(&tl->errored);
-	snprintf(tl->name, sizeof(tl->name), "stream-%d", task_tgid_nr(current));
-	return tl;
-}
-
-int tio_cmd_stream_create(struct tio_file *tf, void *data)
+/**
+ * tio_cmd_stream_create() - TIO_IOC_STREAM_CREATE: a new stream and its timeline
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_stream_create payload
+ * @call: the call
+ *
+ * Return: 0, -EINVAL (flags, pad, a bound above the module's), -ENOMEM or -EBUSY.
+ */
+int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_stream_create *args = data;
+	u32 bound = READ_ONCE(tio_fence_timeout_ms);
 	struct tio_stream *s;
 	int ret;
 
-	if (args->flags)
+	if (args->flags || args->pad || args->fence_timeout_ms > bound)
 		return -EINVAL;
 	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return -ENOMEM;
-	s->tl = tio_timeline_create();
+	s->tl = tio_timeline_create(args->fence_timeout_ms ?: bound);
 	if (!s->tl) {
 		ret = -ENOMEM;
 		goto err_free;
@@ -371,6 +113,7 @@ int tio_cmd_stream_create(struct tio_file *tf, void *data)
 		goto err_tl;
 	args->handle = s->obj.handle;
 	args->seqno_offset = tio_obj_mmap_offset(&s->obj);
+	args->fence_timeout_ms = s->tl->timeout_ms;
 	return 0;
 
 err_tl:
@@ -380,7 +123,16 @@ err_free:
 	return ret;
 }
 
-int tio_cmd_stream_destroy(struct tio_file *tf, void *data)
+/**
+ * tio_cmd_stream_destroy() - TIO_IOC_STREAM_DESTROY: drop a stream's handle
+ * (its points are cancelled once in-flight commands are done)
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_handle_op payload
+ * @call: the call
+ *
+ * Return: 0, -EINVAL or -ENOENT.
+ */
+int tio_cmd_stream_destroy(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_handle_op *args = data;
 	struct tio_obj *obj;
@@ -395,7 +147,15 @@ int tio_cmd_stream_destroy(struct tio_file *tf, void *data)
 	return 0;
 }
 
-int tio_cmd_fence_emit(struct tio_file *tf, void *data)
+/**
+ * tio_cmd_fence_emit() - TIO_IOC_FENCE_EMIT: add the next point to a stream
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_fence_emit payload
+ * @call: the call
+ *
+ * Return: 0, -EINVAL, -ENOENT, -ENOMEM or -EOVERFLOW.
+ */
+int tio_cmd_fence_emit(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_fence_emit *args = data;
 	struct tio_stream *s;
@@ -411,7 +171,15 @@ int tio_cmd_fence_emit(struct tio_file *tf, void *data)
 	return ret;
 }
 
-int tio_cmd_fence_signal(struct tio_file *tf, void *data)
+/**
+ * tio_cmd_fence_signal() - TIO_IOC_FENCE_SIGNAL: complete the points up to a seqno
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_fence_signal payload
+ * @call: the call
+ *
+ * Return: 0, -EINVAL, -ENOENT, or -ETIMEDOUT up to an expired point.
+ */
+int tio_cmd_fence_signal(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_fence_signal *args = data;
 	struct tio_stream *s;
@@ -429,7 +197,15 @@ int tio_cmd_fence_signal(struct tio_file *tf, void *data)
 	return ret;
 }
 
-int tio_cmd_fence_wait(struct tio_file *tf, void *data)
+/**
+ * tio_cmd_fence_wait() - TIO_IOC_FENCE_WAIT: wait for a point, blocking
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_fence_wait payload
+ * @call: the call
+ *
+ * Return: 0 with the point's error in status, -ETIME, -ERESTARTSYS, -EINVAL, -ENOENT or -ENOMEM.
+ */
+int tio_cmd_fence_wait(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_fence_wait *args = data;
 	struct dma_fence *fence;
@@ -445,6 +221,79 @@ int tio_cmd_fence_wait(struct tio_file *tf, void *data)
 	if (!ret)
 		args->status = fence->error;
 	dma_fence_put(fence);
+	return ret;
+}
+
+/**
+ * tio_cmd_fence_export() - TIO_IOC_FENCE_EXPORT: a sync_file fd for a point,
+ * which is bounded from now on
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_fence_export payload
+ * @call: the call
+ *
+ * Return: 0, -EINVAL, -ENOENT, -ENOMEM or -EMFILE.
+ */
+int tio_cmd_fence_export(struct tio_file *tf, void *data, struct tio_call *call)
+{
+	struct tio_fence_export *args = data;
+	struct dma_fence *fence;
+	struct sync_file *sf;
+	int fd;
+
+	if ((args->flags & ~TIO_EXPORT_F_CLOEXEC) || args->pad)
+		return -EINVAL;
+	fence = tio_stream_fence_expose(tf, args->stream, args->seqno);
+	if (IS_ERR(fence))
+		return PTR_ERR(fence);
+	sf = sync_file_create(fence);	/* takes its own reference */
+	dma_fence_put(fence);
+	if (!sf)
+		return -ENOMEM;
+	fd = tio_fd_reserve(call, sf->file, args->flags & TIO_EXPORT_F_CLOEXEC);
+	if (fd < 0) {
+		fput(sf->file);
+		return fd;
+	}
+	args->fd = fd;
+	return 0;
+}
+
+/**
+ * tio_cmd_fence_import() - TIO_IOC_FENCE_IMPORT: a new point that waits for a sync_file
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_fence_import payload
+ * @call: the call
+ *
+ * Return: 0, -EINVAL (not a sync_file), -EBADF, -ENOENT, -ENOMEM or -EOVERFLOW.
+ */
+int tio_cmd_fence_import(struct tio_file *tf, void *data, struct tio_call *call)
+{
+	struct tio_fence_import *args = data;
+	struct tio_stream *s;
+	struct dma_fence *dep;
+	struct file *file;
+	int ret;
+
+	if (args->flags || args->pad)
+		return -EINVAL;
+	if (args->fd < 0)
+		return -EBADF;
+	dep = sync_file_get_fence(args->fd);
+	if (!dep) {
+		/* Tell a closed fd from one that is not a sync_file. */
+		file = fget(args->fd);
+		if (!file)
+			return -EBADF;
+		fput(file);
+		return -EINVAL;
+	}
+	s = tio_stream_get(tf, args->stream);
+	if (IS_ERR(s)) {
+		dma_fence_put(dep);
+		return PTR_ERR(s);
+	}
+	ret = tio_timeline_import(s->tl, dep, &args->seqno);
+	tio_stream_put(s);
 	return ret;
 }
 
@@ -468,58 +317,34 @@ struct dma_fence *tio_stream_fence(struct tio_file *tf, u32 stream, u64 seqno)
 
 	if (IS_ERR(s))
 		return ERR_CAST(s);
-	fence = tio_timeline_fence(s->tl, seqno);
+	fence = tio_timeline_fence(s->tl, seqno, false);
 	tio_stream_put(s);
 	return fence;
 }
 
 /**
- * tio_stream_import() - add a point that waits for a foreign fence
+ * tio_stream_fence_expose() - the fence of a point other drivers will see
  * @tf: the file
  * @stream: a stream handle of @tf
- * @dep: the fence to wait for; its reference is consumed in every case
- * @seqno: out, the new point
+ * @seqno: an emitted seqno of that stream
  *
- * The point completes with @dep's error when @dep signals, and signals
- * once every earlier point of the stream has.
+ * As tio_stream_fence(), for FENCE_EXPORT and BUF_ATTACH_FENCE: a pending
+ * point gets its deadline (the stream's fence_timeout_ms from now, unless
+ * it had one), after which it and every earlier point signal with
+ * -ETIMEDOUT. No indefinite fence leaves the file
+ * (Documentation/driver-api/dma-buf.rst, "Indefinite DMA Fences").
  *
- * Return: 0, -ENOENT, -ENOMEM or -EOVERFLOW.
+ * Return: as tio_stream_fence().
  */
-int tio_stream_import(struct tio_file *tf, u32 stream, struct dma_fence *dep,
-		      u64 *seqno)
+struct dma_fence *tio_stream_fence_expose(struct tio_file *tf, u32 stream,
+					  u64 seqno)
 {
-	struct tio_stream *s;
-	struct tio_fence *f;
-	int ret;
+	struct tio_stream *s = tio_stream_get(tf, stream);
+	struct dma_fence *fence;
 
-	s = tio_stream_get(tf, stream);
-	if (IS_ERR(s)) {
-		ret = PTR_ERR(s);
-		goto out_dep;
-	}
-	f = tio_fence_alloc(s->tl);
-	if (!f) {
-		ret = -ENOMEM;
-		goto out_stream;
-	}
-	f->imported = true;
-	f->dep = dep;	/* put by the fence's release from here on */
-	init_irq_work(&f->work, tio_fence_dep_work);
-	ret = tio_timeline_add(s->tl, f, seqno);
-	if (ret) {
-		tio_fence_free_unused(f);
-		goto out_stream;
-	}
-	/* The callback's reference; the stream (ours) cannot cancel yet. */
-	dma_fence_get(&f->base);
-	if (dma_fence_add_callback(dep, &f->cb, tio_fence_dep_cb))
-		tio_fence_dep_done(f);	/* already signalled */
+	if (IS_ERR(s))
+		return ERR_CAST(s);
+	fence = tio_timeline_fence(s->tl, seqno, true);
 	tio_stream_put(s);
-	return 0;
-
-out_stream:
-	tio_stream_put(s);
-out_dep:
-	dma_fence_put(dep);
-	return ret;
+	return fence;
 }

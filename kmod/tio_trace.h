@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * tensorio tracepoints: command entry and exit (every submission form),
- * and asynchronous fence waits (parked and signalled), so that perf or
- * trace-cmd can attribute time to commands and to waiting.
+ * asynchronous io_uring waits (parked and done) and expired fences, so
+ * that perf or trace-cmd can attribute time to commands and to waiting.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM tensorio
@@ -36,7 +36,7 @@ TRACE_EVENT(tio_cmd_exit,
 );
 
 /* An io_uring wait parks on a fence (timeout_ns < 0: none). */
-TRACE_EVENT(tio_fence_wait,
+TRACE_EVENT(tio_uring_wait_park,
 	    TP_PROTO(const void *tf, u64 context, u64 seqno, s64 timeout_ns),
 	    TP_ARGS(tf, context, seqno, timeout_ns),
 	    TP_STRUCT__entry(__field(const void *, tf)
@@ -52,8 +52,11 @@ TRACE_EVENT(tio_fence_wait,
 		      __entry->timeout_ns)
 );
 
-/* A parked wait completes: status is the fence's error or the result. */
-TRACE_EVENT(tio_fence_signal,
+/*
+ * A parked io_uring wait completes (its fence signalled, its timeout
+ * passed or it was cancelled): status is the fence's error or the result.
+ */
+TRACE_EVENT(tio_uring_wait_done,
 	    TP_PROTO(const void *tf, u64 context, u64 seqno, int status),
 	    TP_ARGS(tf, context, seqno, status),
 	    TP_STRUCT__entry(__field(const void *, tf)
@@ -67,6 +70,23 @@ TRACE_EVENT(tio_fence_signal,
 	    TP_printk("file=%p context=%llu seqno=%llu status=%d",
 		      __entry->tf, __entry->context, __entry->seqno,
 		      __entry->status)
+);
+
+/* Points of a timeline expired: seen outside the file, never signalled. */
+TRACE_EVENT(tio_fence_expire,
+	    TP_PROTO(u64 context, u64 seqno, u64 count, u32 timeout_ms),
+	    TP_ARGS(context, seqno, count, timeout_ms),
+	    TP_STRUCT__entry(__field(u64, context)
+			     __field(u64, seqno)
+			     __field(u64, count)
+			     __field(u32, timeout_ms)),
+	    TP_fast_assign(__entry->context = context;
+			   __entry->seqno = seqno;
+			   __entry->count = count;
+			   __entry->timeout_ms = timeout_ms;),
+	    TP_printk("context=%llu seqno=%llu count=%llu timeout_ms=%u",
+		      __entry->context, __entry->seqno, __entry->count,
+		      __entry->timeout_ms)
 );
 
 #endif /* _TIO_TRACE_H */

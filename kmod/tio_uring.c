@@ -19,12 +19,20 @@
  * fence callback or the timer, which run in atomic context and touch
  * nothing but @claimed and @result.
  *
- * Without io_uring cancellation (6.1), an issuer can exit without any
- * descriptor of the file being closed (an SQPOLL thread shares the file
- * table it keeps alive; a registered file needs no descriptor): a
- * per-file monitor then looks, every TIO_MONITOR_PERIOD while waits are
- * parked, for issuers whose thread group is exiting or exec'ing, and
- * cancels their waits.
+ * Without io_uring cancellation (6.1, which lacks IO_URING_F_CANCEL and
+ * io_uring_cmd_mark_cancelable(), added in 6.7), nothing tells a uring
+ * command that its issuer exits without closing a descriptor of the file
+ * (an SQPOLL thread shares the file table it keeps alive; a registered
+ * file needs no descriptor) or that its ring is torn down while the
+ * process and the file live: io_uring's exit work then waits, and after
+ * five minutes warns, for requests it cannot cancel. 6.1 has no hook for
+ * either event that a driver can use (task exit reaches a file only
+ * through ->flush of a descriptor; ring teardown calls no file operation
+ * for a parked uring_cmd), so a per-file monitor looks, every
+ * TIO_MONITOR_PERIOD and only while waits are parked, for waits whose
+ * submitting task (the request's, not an io-wq worker's) is exiting or
+ * exec'ing or whose ring is dying, and cancels them. Kernels with
+ * cancelable commands never arm it.
  *
  * Lifetime: a wait holds two references, one for the issue path (it may
  * still be arming the timer when the wait completes elsewhere) and one
@@ -67,11 +75,11 @@ union tio_wait_payload {
  * @fence: the fence waited for (referenced)
  * @uptr: the payload in user memory
  * @owner: the issuer's file table, matched by ->flush
- * @task: the issuer (referenced), watched by the monitor
+ * @task: the submitting task (referenced), watched by the monitor
  * @ref: see the file comment
  * @claimed: set once by whoever completes the wait
  * @result: the command's result, written by the claimer
- * @cmd: TIO_IOC_FENCE_WAIT or TIO_IOC_BUF_WAIT
+ * @cmd: the caller's FENCE_WAIT or BUF_WAIT number (of its size)
  * @p: the kernel copy of the payload
  */
 struct tio_uwait {
@@ -124,16 +132,16 @@ TIO_URING_TW_CB(tio_uwait_tw)
 	if (!ret) {
 		status = dma_fence_get_status(w->fence);
 		status = min(status, 0);
-		if (w->cmd == TIO_IOC_FENCE_WAIT)
+		if (tio_cmd_kernel(w->cmd) == TIO_IOC_FENCE_WAIT)
 			w->p.fence.status = status;
 		else
 			w->p.buf.status = status;
 		/* Written back as ioctl() would, unless the issuer is gone. */
 		if (!(current->flags & (PF_EXITING | PF_KTHREAD)) &&
-		    copy_to_user(w->uptr, &w->p, _IOC_SIZE(w->cmd)))
+		    tio_cmd_copy_out(w->cmd, w->uptr, &w->p))
 			ret = -EFAULT;
 	}
-	trace_tio_fence_signal(tf, w->fence->context, w->fence->seqno, ret ?: status);
+	trace_tio_uring_wait_done(tf, w->fence->context, w->fence->seqno, ret ?: status);
 	tio_cmd_account(w->cmd, ret, 0);
 	tio_uring_cmd_done(ioucmd, ret, status, issue_flags);
 	tio_uwait_put(w);
@@ -166,8 +174,7 @@ static enum hrtimer_restart tio_uwait_timeout(struct hrtimer *timer)
 static struct dma_fence *tio_uwait_buf_fence(struct tio_file *tf,
 					     const struct tio_buf_wait *a)
 {
-	enum dma_resv_usage usage = a->flags & TIO_RESV_F_WRITE ?
-				    DMA_RESV_USAGE_WRITE : DMA_RESV_USAGE_READ;
+	enum dma_resv_usage usage = tio_resv_usage(a->flags);
 	struct dma_fence *fence = NULL;
 	struct tio_buffer *buf;
 	struct dma_resv *resv;
@@ -195,7 +202,7 @@ static int tio_uwait_park(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 			  unsigned int cmd, void __user *uptr,
 			  const union tio_wait_payload *p, unsigned int issue_flags)
 {
-	bool fence_wait = cmd == TIO_IOC_FENCE_WAIT;
+	bool fence_wait = tio_cmd_kernel(cmd) == TIO_IOC_FENCE_WAIT;
 	u32 flags = fence_wait ? p->fence.flags : p->buf.flags;
 	s64 timeout = fence_wait ? p->fence.timeout_ns : p->buf.timeout_ns;
 	enum hrtimer_mode mode = flags & TIO_WAIT_F_ABSOLUTE ?
@@ -222,7 +229,7 @@ static int tio_uwait_park(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 	w->fence = fence;
 	w->uptr = uptr;
 	w->owner = current->files;
-	w->task = get_task_struct(current);
+	w->task = get_task_struct(tio_uring_cmd_task(ioucmd));
 	refcount_set(&w->ref, 2);
 	w->cmd = cmd;
 	w->p = *p;
@@ -236,7 +243,7 @@ static int tio_uwait_park(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 	atomic_inc(&tio_parked_total);
 	if (!TIO_URING_HAS_CANCEL)
 		schedule_delayed_work(&tf->uring_monitor, TIO_MONITOR_PERIOD);
-	trace_tio_fence_wait(tf, fence->context, fence->seqno, timeout);
+	trace_tio_uring_wait_park(tf, fence->context, fence->seqno, timeout);
 
 	if (dma_fence_add_callback(fence, &w->cb, tio_uwait_fence_cb))
 		tio_uwait_complete(w, 0);	/* signalled meanwhile */
@@ -258,16 +265,17 @@ static int tio_uring_wait(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 			  unsigned int cmd, void __user *uptr,
 			  unsigned int issue_flags)
 {
+	unsigned int kcmd = tio_cmd_kernel(cmd);
 	union tio_wait_payload p;
-	size_t size = _IOC_SIZE(cmd);
 	s64 *timeout, saved;
 	int ret;
 
-	if (copy_from_user(&p, uptr, size)) {
-		tio_cmd_account(cmd, -EFAULT, 0);
-		return -EFAULT;
+	ret = tio_cmd_copy_in(cmd, &p, uptr);
+	if (ret) {
+		tio_cmd_account(cmd, ret, 0);
+		return ret;
 	}
-	timeout = cmd == TIO_IOC_FENCE_WAIT ? &p.fence.timeout_ns :
+	timeout = kcmd == TIO_IOC_FENCE_WAIT ? &p.fence.timeout_ns :
 					       &p.buf.timeout_ns;
 	saved = *timeout;
 	*timeout = 0;
@@ -277,7 +285,7 @@ static int tio_uring_wait(struct io_uring_cmd *ioucmd, struct tio_file *tf,
 		ret = tio_uwait_park(ioucmd, tf, cmd, uptr, &p, issue_flags);
 		if (ret == -EIOCBQUEUED)
 			return ret;
-	} else if (ret >= 0 && copy_to_user(uptr, &p, size)) {
+	} else if (ret >= 0 && tio_cmd_copy_out(cmd, uptr, &p)) {
 		ret = -EFAULT;
 	}
 	tio_cmd_account(cmd, ret, 0);
@@ -314,15 +322,18 @@ int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 	if (READ_ONCE(area[1]))
 		return -EINVAL;
 	uptr = u64_to_user_ptr(READ_ONCE(area[0]));
-	switch (ioucmd->cmd_op) {
+	switch (tio_cmd_kernel(ioucmd->cmd_op)) {
 	case TIO_IOC_FENCE_WAIT:
 	case TIO_IOC_BUF_WAIT:
-		return tio_uring_wait(ioucmd, tf, ioucmd->cmd_op, uptr,
-				      issue_flags);
+		ret = tio_uring_wait(ioucmd, tf, ioucmd->cmd_op, uptr,
+				     issue_flags);
+		break;
 	default:
-		ret = tio_cmd_user(tf, ioucmd->cmd_op, uptr);
+		ret = tio_cmd_user(tf, ioucmd->cmd_op, uptr,
+				   issue_flags & IO_URING_F_NONBLOCK);
 		break;
 	}
+	ret = tio_user_errno(ret);
 	/*
 	 * A positive result (SUBMIT's failed-record count) is posted here:
 	 * 6.1's io_uring_cmd() returns it to its caller, and io-wq
@@ -373,7 +384,7 @@ static bool tio_issuer_gone(struct task_struct *task)
 	       READ_ONCE(sig->group_exec_task);
 }
 
-/* Cancel the waits of issuers that are gone (see the file comment). */
+/* Cancel the waits of issuers and rings that are gone (file comment). */
 static void tio_uring_monitor(struct work_struct *work)
 {
 	struct tio_file *tf = container_of(to_delayed_work(work),
@@ -383,7 +394,8 @@ static void tio_uring_monitor(struct work_struct *work)
 
 	spin_lock(&tf->uring_lock);
 	list_for_each_entry(w, &tf->parked, node)
-		if (tio_issuer_gone(w->task))
+		if (tio_issuer_gone(w->task) ||
+		    tio_uring_cmd_ring_dying(w->ioucmd))
 			tio_uwait_complete(w, -ECANCELED);
 	again = !list_empty(&tf->parked);
 	spin_unlock(&tf->uring_lock);

@@ -3,8 +3,9 @@
 #
 # make bench: every benchmark suite this machine can run, written to
 # bench/results/<UTC date>/:
-#   host.{json,md}, plots-host/   ffi, memory, io, sync on the host (ns/op), and
-#                                 overhead (library rows: user backend)
+#   host.{json,md}, plots-host/   ffi, memory, io, sync, python on the host
+#                                 (ns/op), and overhead (library rows: user
+#                                 backend)
 #   vm-<kernel>.{json,md}, plots-vm-<kernel>/
 #                                 overhead, memory and sync in the VM under
 #                                 -icount shift=0 (guest insn/op), once per
@@ -23,7 +24,7 @@ mkdir -p "$out"
 rc=0
 
 echo "# make bench: host suites (ns/op) -> $out"
-TIO_COMMIT=$commit "$bin" --suite ffi,memory,io,overhead,gpu,sync --json "$out/host.json" \
+TIO_COMMIT=$commit "$bin" --suite ffi,memory,io,overhead,gpu,sync,python --json "$out/host.json" \
 	--md "$out/host.md" --plot "$out/plots-host" $args || rc=1
 
 for kver in ${KVER:-$(scripts/kernels.sh)}; do

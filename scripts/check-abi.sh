@@ -21,3 +21,8 @@ fi
 # No symbol leaks out of our namespaces.
 bad=$(grep -vE '^(tio_|__tvm_ffi_)' <<<"$have" || true)
 [ -z "$bad" ] || { echo "symbols outside tio_*: $bad"; exit 1; }
+# libtensorio-tvmffi exports the TVM FFI entry points and nothing else.
+compat=$(nm -D --defined-only "$top/build/lib/libtensorio-tvmffi.so.0" |
+	 awk '$2 ~ /^[TDBRVW]$/ { print $3 }')
+bad=$(grep -vE '^TVMFFI[A-Za-z]+$' <<<"$compat" || true)
+[ -n "$compat" ] && [ -z "$bad" ] || { echo "libtensorio-tvmffi exports: ${bad:-nothing}"; exit 1; }

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # The library's layers depend one way only (docs/library.md):
-#   ffi  <-  dev (dev/backend)  <-  io, gpu
+#   ffi  <-  dev (dev/backend)  <-  gpu  <-  io
 # A file may include headers of its own layer and of the layers below it,
-# never of a layer above it or of a peer (io and gpu do not know each
-# other). Public headers belong to the layer that implements them.
+# never of a layer above it (io loads onto GPUs through gpu's API; gpu
+# knows nothing of files). Public headers belong to the layer that
+# implements them.
 #   check-layers.sh [SRC]          check the sources under SRC (lib/src)
 #   check-layers.sh [SRC] OBJDIR   also check the objects' undefined symbols
 set -euo pipefail
@@ -17,12 +18,12 @@ obj=${2:-}
 declare -A uses=(
 	[ffi]="ffi"
 	[dev]="ffi dev"
-	[io]="ffi dev io"
+	[io]="ffi dev gpu io"
 	[gpu]="ffi dev gpu"
 )
 # Public headers (lib/include/tensorio/NAME.h) that are not the FFI core's.
 declare -A public=(
-	[batch]=dev [buffer]=dev [context]=dev [stream]=dev
+	[batch]=dev [buffer]=dev [context]=dev [stream]=dev [pinned]=dev
 	[io]=io [safetensors]=io
 	[gpu]=gpu [gpu_hip]=gpu
 )

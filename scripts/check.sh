@@ -72,6 +72,19 @@ step bench-unit scripts/run-dir.sh build/tests/bench
 # Every host suite once, briefly; the driver suite runs in the VM step
 # (build/kselftest/tio_bench_test).
 step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,sync
+# The Python package: pytest on this machine's backend, and an offline pip
+# install into a scratch directory (tests/install/test-python.sh).
+step python bash -c "make -s python && TIO_TAP=1 PYTHONPATH=python \
+	/usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests"
+# The same under ASan+UBSan (extension and library; Python's own exit-time
+# leaks are not ours: the tests check the library's counters instead).
+step python-asan bash -c "make -s -C lib SAN=1 && make -s -C python SAN=1 &&
+	ASAN_OPTIONS=detect_leaks=0 \
+	LD_PRELOAD=\$(gcc -print-file-name=libasan.so):\$(gcc -print-file-name=libubsan.so) \
+	TIO_TAP=1 PYTHONPATH=build/python-san /usr/bin/python3 -m pytest -q \
+	-p no:cacheprovider --ignore=python/tests/test_leaks.py python/tests"
+step python-install tests/install/test-python.sh
+step bench-python build/bench/tio-bench --fast --tap --suite python
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
 step layers tests/tools/test-check-layers.sh
 step tioctl tests/tools/test-tioctl.sh
@@ -93,6 +106,10 @@ for kver in ${TIO_CHECK_KERNELS:-$(scripts/kernels.sh)}; do
 		cp build/tests/lib/test_dev_* build/tests/lib-vm/ &&
 		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \
 		-b build/tests/lib-vm -s tests/lib/vm-tests.sh -t 600"
+	# The Python suites on the driver (numpy, no torch: see vm-stage.sh).
+	step "vm-python-$kver" bash -c "python/tests/vm-stage.sh build/python-vm &&
+		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \
+		-b build/python-vm -s python/tests/vm-tests.sh -t 900"
 done
 
 # The debug kernel (KASAN, lockdep, kmemleak, fault injection), built once

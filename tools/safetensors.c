@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * tioctl load-safetensors FILE: load a safetensors file into one pinned
- * buffer and list the zero-copy tensors found in it.
+ * tioctl load-safetensors FILE: load a safetensors file (or the shards a
+ * model.safetensors.index.json names) into pinned buffers and list the
+ * zero-copy tensors found in it. A progress bar goes to stderr when it is
+ * a terminal; nothing otherwise.
  */
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <tensorio/dtype.h>
 #include <tensorio/object.h>
@@ -47,6 +50,23 @@ static void print_tensor(const struct tioctl_opts *o, const char *name,
 		printf(" offset %llu bytes %llu\n", (unsigned long long)t->byte_offset, n);
 }
 
+static int show_progress(void *arg, uint64_t done, uint64_t total)
+{
+	int *last = arg, pct = total ? (int)(done * 100 / total) : 100, i;
+
+	if (pct == *last)
+		return 0;
+	*last = pct;
+	fputs("\r[", stderr);
+	for (i = 0; i < 40; i++)
+		fputc(i < pct * 40 / 100 ? '#' : ' ', stderr);
+	fprintf(stderr, "] %3d%% %llu/%llu MiB", pct, (unsigned long long)(done >> 20),
+		(unsigned long long)(total >> 20));
+	if (done == total)
+		fputs("\r\033[K", stderr);
+	return 0;
+}
+
 /**
  * cmd_safetensors() - tioctl load-safetensors FILE
  * @o: global options
@@ -57,8 +77,10 @@ static void print_tensor(const struct tioctl_opts *o, const char *name,
  */
 int cmd_safetensors(const struct tioctl_opts *o, int argc, char **argv)
 {
+	struct tio_io_opts io = { 0 };
 	tio_safetensors_t *st;
 	const char *sep = "";
+	int last = -1;
 	tio_object_t *t;
 	double t0, ms;
 	int64_t i, n;
@@ -67,9 +89,16 @@ int cmd_safetensors(const struct tioctl_opts *o, int argc, char **argv)
 		fprintf(stderr, "tioctl: load-safetensors takes one FILE\n");
 		return EXIT_UNUSABLE;
 	}
+	if (isatty(2)) {
+		io.progress = show_progress;
+		io.progress_arg = &last;
+	}
 	t0 = now_ms();
-	if (tio_safetensors_load(argv[0], &st))
+	if (tio_safetensors_load_ex(argv[0], &io, &st)) {
+		if (io.progress)
+			fputs("\r\033[K", stderr);
 		return tioctl_lib_err(argv[0]);
+	}
 	ms = now_ms() - t0;
 	n = tio_safetensors_count(st);
 	if (o->json)

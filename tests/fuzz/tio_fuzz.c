@@ -539,9 +539,15 @@ static unsigned int pick_cmd(struct worker *k, unsigned int opi)
 		return _IOC(_IOC_DIR(cmd), TIO_IOC_MAGIC, _IOC_NR(cmd), rnd(&k->rng, 65));
 	case 1:		/* wrong direction */
 		return _IOC(rnd(&k->rng, 4), TIO_IOC_MAGIC, _IOC_NR(cmd), _IOC_SIZE(cmd));
-	case 2:		/* unused numbers */
+	case 2:		/* an older or newer caller: uapi 1.0 STREAM_CREATE, or
+			 * any structure grown by 8 bytes (zero, unless mutated) */
+		if (cmd == TIO_IOC_STREAM_CREATE && one_in(&k->rng, 2))
+			return _IOC(_IOC_DIR(cmd), TIO_IOC_MAGIC, _IOC_NR(cmd),
+				    TIO_STREAM_CREATE_SIZE_VER0);
+		return _IOC(_IOC_DIR(cmd), TIO_IOC_MAGIC, _IOC_NR(cmd), _IOC_SIZE(cmd) + 8);
+	case 3:		/* unused numbers */
 		return _IOC(rnd(&k->rng, 4), TIO_IOC_MAGIC, rnd(&k->rng, 256), rnd(&k->rng, 64));
-	case 3:
+	case 4:
 		return (unsigned int)rnext(&k->rng);
 	default:
 		return cmd;
@@ -679,8 +685,21 @@ static void gen_payload(struct worker *k, unsigned int opi, int fi, void *p,
 		a->timeout_ns = pick_timeout(k, &a->flags, bounded);
 		break;
 	}
-	case TIO_IOC_STREAM_CREATE:
+	case TIO_IOC_STREAM_CREATE: {
+		struct tio_stream_create *a = p;
+
+		/* The grown field: default, short bounds (expiries while
+		 * fuzzing), the module's bound, just above it, noise.
+		 */
+		switch (rnd(&k->rng, 6)) {
+		case 0: a->fence_timeout_ms = 1 + rnd(&k->rng, 50); break;
+		case 1: a->fence_timeout_ms = 1 + rnd(&k->rng, 1000); break;
+		case 2: a->fence_timeout_ms = TIO_FENCE_TIMEOUT_MAX_MS + rnd(&k->rng, 2); break;
+		case 3: a->fence_timeout_ms = (uint32_t)rnext(&k->rng); break;
+		default: break;
+		}
 		break;
+	}
 	case TIO_IOC_FENCE_EMIT: {
 		struct tio_fence_emit *a = p;
 
@@ -762,12 +781,27 @@ static void mutate(struct worker *k, void *p, size_t len)
 	}
 }
 
+/*
+ * The current number of a command sent with another size or direction
+ * (the driver goes by type and number), or @cmd.
+ */
+static unsigned int canon_cmd(unsigned int cmd)
+{
+	unsigned int i;
+
+	for (i = 0; i < NOPS; i++)
+		if (_IOC_TYPE(cmd) == TIO_IOC_MAGIC &&
+		    _IOC_NR(cmd) == _IOC_NR(ops[i].cmd))
+			return ops[i].cmd;
+	return cmd;
+}
+
 /* Remember what a successful command created or destroyed. */
 static void harvest(struct worker *k, int fi, unsigned int cmd, const void *p)
 {
 	struct pool *pl = &k->w->pool[fi];
 
-	switch (cmd) {
+	switch (canon_cmd(cmd)) {
 	case TIO_IOC_BUF_ALLOC:
 		pool_add(pl, 0, ((const struct tio_buf_alloc *)p)->handle);
 		break;
@@ -866,7 +900,7 @@ static void do_ioctl(struct worker *k, unsigned int opi, int fi)
 	if (ret < 0 && errno == EINTR)
 		atomic_fetch_add(&k->w->st->signals, 1);
 	count(k, ret);
-	if (!ret && cmd == ops[opi].cmd && uptr == (uintptr_t)k->scratch)
+	if (!ret && canon_cmd(cmd) == ops[opi].cmd && uptr == (uintptr_t)k->scratch)
 		harvest(k, fi, cmd, k->scratch);
 	atomic_fetch_add(&k->w->st->ioctls, 1);
 }
@@ -1008,7 +1042,7 @@ static void do_uring(struct worker *k, unsigned int opi, int fi)
 		if (io_uring_peek_cqe(&k->ring, &cqe) == 0 &&
 		    cqe->user_data == (k->sync_tag << 32 | cmd)) {
 			count(k, cqe->res);
-			if (cqe->res >= 0 && cmd == ops[opi].cmd)
+			if (cqe->res >= 0 && canon_cmd(cmd) == ops[opi].cmd)
 				harvest(k, fi, cmd, k->scratch);
 			pend_del(k, cqe->user_data);
 			io_uring_cqe_seen(&k->ring, cqe);

@@ -6,19 +6,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 bad=0
-t() {	# t NAME CMD...: one TAP line
-	local name=$1 out
-	shift
-	n=$((n + 1))
-	if out=$("$@" 2>&1); then
-		echo "ok $n $name"
-	else
-		echo "$out" | sed 's/^/# /'
-		echo "not ok $n $name"
-		bad=1
-	fi
-}
+. "$top/tests/include/tap.sh"
 prefix=/opt/tensorio
 dest=$tmp/dest
 export PKG_CONFIG_PATH=$dest$prefix/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$dest
@@ -26,7 +14,8 @@ echo "TAP version 13"
 echo "1..6"
 t "make install into DESTDIR" make -s -C "$top" install DESTDIR="$dest" PREFIX="$prefix"
 t "soname and symlinks installed" test -e "$dest$prefix/lib/libtensorio.so.0" -a \
-	-L "$dest$prefix/lib/libtensorio.so" -a -e "$dest$prefix/include/linux/tensorio.h"
+	-L "$dest$prefix/lib/libtensorio.so" -a -e "$dest$prefix/include/linux/tensorio.h" -a \
+	-e "$dest$prefix/lib/libtensorio-tvmffi.so.0"
 t "man pages installed" test -e "$dest$prefix/share/man/man8/tioctl.8" -a \
 	-e "$dest$prefix/share/man/man4/tensorio.4" -a -e "$dest$prefix/share/man/man3/libtensorio.3"
 cat >"$tmp/prog.c" <<'PROG'

@@ -14,8 +14,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
 #include <linux/tensorio.h>
 
 #define TIO_DEV "/dev/tensorio"
@@ -56,6 +58,21 @@ static inline long tio_vmpin_kb(void)
 			break;
 	fclose(f);
 	return kb;
+}
+
+/* Give up CAP_IPC_LOCK, so that RLIMIT_MEMLOCK applies: 0 or -1. */
+static inline int drop_cap_ipc_lock(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data))
+		return -1;
+	data[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
+	data[CAP_IPC_LOCK / 32].permitted &= ~(1U << (CAP_IPC_LOCK % 32));
+	return syscall(SYS_capset, &hdr, data);
 }
 
 /* A new ALLOC buffer: 0 or -errno, handle and mmap offset returned. */

@@ -472,20 +472,6 @@ TEST_F(buf, pin_user_file_backed)
 
 /* ---- limits ---- */
 
-static int drop_cap_ipc_lock(void)
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-	struct __user_cap_data_struct data[2];
-
-	if (syscall(SYS_capget, &hdr, data))
-		return -1;
-	data[CAP_IPC_LOCK / 32].effective &= ~(1U << (CAP_IPC_LOCK % 32));
-	data[CAP_IPC_LOCK / 32].permitted &= ~(1U << (CAP_IPC_LOCK % 32));
-	return syscall(SYS_capset, &hdr, data);
-}
-
 TEST_F(buf, memlock_rlimit)
 {
 	struct rlimit rl = { 16 * PAGE, 16 * PAGE };

@@ -14,6 +14,7 @@
 #include "kselftest_harness.h"
 #include "tio_fdpass.h"
 #include "tio_buf_common.h"
+#include "tio_vgem.h"
 
 FIXTURE(dmabuf) {
 	int fd;
@@ -361,30 +362,6 @@ TEST_F(dmabuf, unix_socket_to_child_keeps_descriptor)
 }
 
 /* ---- vgem ---- */
-
-static int open_vgem(void)
-{
-	char path[64];
-	int i, fd;
-
-	for (i = 0; i < 16; i++) {
-		drmVersionPtr v;
-
-		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-		fd = open(path, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		v = drmGetVersion(fd);
-		if (v && !strcmp(v->name, "vgem")) {
-			drmFreeVersion(v);
-			return fd;
-		}
-		if (v)
-			drmFreeVersion(v);
-		close(fd);
-	}
-	return -1;
-}
 
 TEST_F(dmabuf, vgem_import)
 {

@@ -19,7 +19,7 @@ t() {
 	fi
 }
 echo "TAP version 13"
-echo "1..10"
+echo "1..12"
 if [ -e /dev/tensorio ]; then
 	for i in 1 2; do echo "ok $i # SKIP /dev/tensorio exists here"; done
 	n=2
@@ -43,4 +43,11 @@ hdr='{"b":{"dtype":"F32","shape":[2,2],"data_offsets":[8,24]},"a":{"dtype":"I8",
 t "load-safetensors lists every tensor" 0 "b  *float32 *2x2 offset [0-9]* bytes 16" "$tioctl" load-safetensors "$tmp/ok.safetensors"
 head -c 60 "$tmp/ok.safetensors" >"$tmp/short.safetensors"
 t "load-safetensors rejects a truncated file" 1 "short.safetensors" "$tioctl" load-safetensors "$tmp/short.safetensors"
+# No progress bar unless stderr is a terminal.
+t "load-safetensors is quiet on a pipe" 0 "^0$" sh -c "'$tioctl' load-safetensors '$tmp/ok.safetensors' 2>&1 >/dev/null | wc -c"
+if command -v script >/dev/null; then
+	t "load-safetensors shows progress on a terminal" 0 "100%" script -qec "'$tioctl' load-safetensors '$tmp/ok.safetensors'" /dev/null
+else
+	n=$((n + 1)); echo "ok $n # SKIP no script(1)"
+fi
 exit $fail

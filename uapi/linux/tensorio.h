@@ -11,7 +11,9 @@
  *  3. TIO_IOC_SUBMIT, which carries an array of struct tio_cmd records.
  *
  * Rules (Documentation/process/botching-up-ioctls.rst): all structures are
- * naturally aligned and only grow at the end, pointers travel as __u64,
+ * naturally aligned and only grow at the end (the driver accepts every
+ * size a structure ever had: a shorter one is zero-extended, a longer one
+ * must be zero past the driver's), pointers travel as __u64,
  * padding and reserved fields must be zero and unknown flags are rejected
  * with -EINVAL. See docs/uapi.md for every command's semantics.
  */
@@ -26,7 +28,7 @@ extern "C" {
 #endif
 
 #define TIO_UAPI_VERSION_MAJOR	1
-#define TIO_UAPI_VERSION_MINOR	0
+#define TIO_UAPI_VERSION_MINOR	1
 #define TIO_UAPI_VERSION	((TIO_UAPI_VERSION_MAJOR << 16) | TIO_UAPI_VERSION_MINOR)
 
 /* Feature bits reported by TIO_IOC_INFO. */
@@ -231,6 +233,9 @@ struct tio_handle_op {
 	__u32 flags;
 };
 
+/* The largest fence_timeout_ms module parameter, in milliseconds. */
+#define TIO_FENCE_TIMEOUT_MAX_MS	60000
+
 /**
  * struct tio_stream_create - TIO_IOC_STREAM_CREATE: a new fence timeline
  * @flags: in, must be zero
@@ -238,13 +243,24 @@ struct tio_handle_op {
  * @seqno_offset: out, mmap offset (read-only, one page) of the __u64 word
  *		  holding the last signalled seqno
  * @context: out, the timeline's dma_fence context
+ * @fence_timeout_ms: in/out (since uapi 1.1): the bound within which a
+ *		      point seen outside the file must signal, else it
+ *		      expires with -ETIMEDOUT; in: 0 for the fence_timeout_ms
+ *		      module parameter, else 1..that parameter; out: the
+ *		      bound in force
+ * @pad: must be zero
  */
 struct tio_stream_create {
 	__u32 flags;
 	__u32 handle;
 	__u64 seqno_offset;
 	__u64 context;
+	__u32 fence_timeout_ms;
+	__u32 pad;
 };
+
+/* The size of struct tio_stream_create in uapi 1.0, still accepted. */
+#define TIO_STREAM_CREATE_SIZE_VER0	24
 
 /**
  * struct tio_fence_emit - TIO_IOC_FENCE_EMIT: add the next point

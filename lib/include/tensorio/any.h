@@ -57,7 +57,11 @@ enum {
 	TIO_TYPE_ARRAY = 71,
 	TIO_TYPE_MAP = 72,
 	TIO_TYPE_MODULE = 73,
-	TIO_TYPE_STATIC_OBJECT_END = 75,
+	TIO_TYPE_OPAQUE_PY_OBJECT = 74,	/* an Opaque object: header, handle */
+	TIO_TYPE_LIST = 75,
+	TIO_TYPE_DICT = 76,
+	TIO_TYPE_VISIT_INTERRUPT = 77,
+	TIO_TYPE_STATIC_OBJECT_END = 78,
 	TIO_TYPE_DYN_OBJECT_BEGIN = 128,
 };
 
@@ -277,12 +281,13 @@ TIO_API const char *tio_any_type_name(const tio_any_t *a);
  *
  * Return: -1, always.
  */
-TIO_API int tio_any_type_error(const tio_any_t *a, const char *what);
+TIO_API int tio_any_type_error(const tio_any_t *a, const char *what) __attribute__((cold));
 
 /*
  * Conversions. Each returns 0 with *out set, or -1 with a TypeError raised
  * (and *out zeroed) when the value is of another kind. Results are views
- * of @a.
+ * of @a. The error path returns a constant after the (cold) raise, so that
+ * a callee's fast path saves no register for it.
  */
 
 /** tio_any_to_int() - Int or Bool as an int64 */
@@ -293,7 +298,8 @@ static inline int tio_any_to_int(const tio_any_t *a, int64_t *out)
 		return 0;
 	}
 	*out = 0;
-	return tio_any_type_error(a, "int");
+	tio_any_type_error(a, "int");
+	return -1;
 }
 
 /** tio_any_to_bool() - Bool or Int as 0/1 */
@@ -304,7 +310,8 @@ static inline int tio_any_to_bool(const tio_any_t *a, int *out)
 		return 0;
 	}
 	*out = 0;
-	return tio_any_type_error(a, "bool");
+	tio_any_type_error(a, "bool");
+	return -1;
 }
 
 /** tio_any_to_float() - Float, Int or Bool as a double */
@@ -319,7 +326,8 @@ static inline int tio_any_to_float(const tio_any_t *a, double *out)
 		return 0;
 	}
 	*out = 0;
-	return tio_any_type_error(a, "float");
+	tio_any_type_error(a, "float");
+	return -1;
 }
 
 /** tio_any_to_ptr() - OpaquePtr, or None as NULL */
@@ -330,7 +338,8 @@ static inline int tio_any_to_ptr(const tio_any_t *a, void **out)
 		return 0;
 	}
 	*out = NULL;
-	return tio_any_type_error(a, "opaque pointer");
+	tio_any_type_error(a, "opaque pointer");
+	return -1;
 }
 
 /** tio_any_to_dtype() - DataType */
@@ -343,7 +352,8 @@ static inline int tio_any_to_dtype(const tio_any_t *a, DLDataType *out)
 	out->code = 0;
 	out->bits = 0;
 	out->lanes = 0;
-	return tio_any_type_error(a, "dtype");
+	tio_any_type_error(a, "dtype");
+	return -1;
 }
 
 /** tio_any_to_device() - Device */
@@ -355,7 +365,8 @@ static inline int tio_any_to_device(const tio_any_t *a, DLDevice *out)
 	}
 	out->device_type = (DLDeviceType)0;
 	out->device_id = 0;
-	return tio_any_type_error(a, "device");
+	tio_any_type_error(a, "device");
+	return -1;
 }
 
 /**
@@ -373,7 +384,8 @@ static inline int tio_any_to_dltensor(const tio_any_t *a, DLTensor **out)
 		return 0;
 	}
 	*out = NULL;
-	return tio_any_type_error(a, "tensor");
+	tio_any_type_error(a, "tensor");
+	return -1;
 }
 
 /**

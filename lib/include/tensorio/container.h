@@ -26,12 +26,15 @@ extern "C" {
  * @data: the elements (owned Anys)
  * @size: their number
  * @capacity: room allocated
+ * @data_deleter: frees @data (always free(): the elements live in their own
+ *	allocation; the TVM FFI sequence cell's last field)
  */
 typedef struct tio_array_obj {
 	tio_object_t header;
 	tio_any_t *data;
 	int64_t size;
 	int64_t capacity;
+	void (*data_deleter)(void *data);
 } tio_array_obj_t;
 
 /**

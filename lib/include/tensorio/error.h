@@ -29,6 +29,8 @@ extern "C" {
  * @message: the message (NUL-terminated)
  * @backtrace: the backtrace, most recent call first, one frame a line
  * @update_backtrace: replaces or appends to @backtrace
+ * @cause_chain: the error that caused this one, or NULL (owned)
+ * @extra_context: any object recording more about the error, or NULL (owned)
  */
 typedef struct tio_error_cell {
 	tio_byte_array_t kind;
@@ -36,19 +38,21 @@ typedef struct tio_error_cell {
 	tio_byte_array_t backtrace;
 	void (*update_backtrace)(void *self, const tio_byte_array_t *backtrace,
 				 int32_t mode);
+	tio_object_t *cause_chain;
+	tio_object_t *extra_context;
 } tio_error_cell_t;
 
 /**
- * struct tio_error_obj - an Error object as this library lays it out
+ * struct tio_error_obj - an Error object (96 bytes, then its text)
  * @header: the object header (type TIO_TYPE_ERROR)
  * @cell: the TVM FFI error cell
- * @cause: the error that caused this one, or NULL (owned)
  */
 typedef struct tio_error_obj {
 	tio_object_t header;
 	tio_error_cell_t cell;
-	tio_object_t *cause;
 } tio_error_obj_t;
+
+TIO_STATIC_ASSERT(sizeof(tio_error_obj_t) == 96, "Error object is 96 bytes");
 
 /**
  * tio_error_new() - create an Error
@@ -63,6 +67,25 @@ typedef struct tio_error_obj {
 TIO_API int tio_error_new(const char *kind, const char *message,
 			  const char *backtrace, tio_object_t *cause,
 			  tio_object_t **out);
+
+/**
+ * tio_error_create() - create an Error from counted strings
+ * @kind: its kind
+ * @message: its message
+ * @backtrace: its backtrace, or NULL for none (not captured here)
+ * @cause: the error that caused it, or NULL; a new reference is taken
+ * @extra_context: an object recording more about it, or NULL; a new
+ *	reference is taken
+ * @out: the new Error (owned by the caller)
+ *
+ * What the TVM FFI error entry points are built on; the strings need no NUL.
+ *
+ * Return: 0, or -1 (bad arguments or out of memory; nothing is raised then,
+ * as an error path must not fail by raising).
+ */
+TIO_API int tio_error_create(const tio_byte_array_t *kind, const tio_byte_array_t *message,
+			     const tio_byte_array_t *backtrace, tio_object_t *cause,
+			     tio_object_t *extra_context, tio_object_t **out);
 
 /**
  * tio_error_raise() - raise a new error in the calling thread
@@ -154,7 +177,13 @@ TIO_INLINE const char *tio_error_backtrace(const tio_object_t *err)
 /** tio_error_cause() - the cause of an Error (borrowed), or NULL */
 TIO_INLINE tio_object_t *tio_error_cause(const tio_object_t *err)
 {
-	return ((const tio_error_obj_t *)err)->cause;
+	return ((const tio_error_obj_t *)err)->cell.cause_chain;
+}
+
+/** tio_error_extra_context() - the extra context of an Error (borrowed), or NULL */
+TIO_INLINE tio_object_t *tio_error_extra_context(const tio_object_t *err)
+{
+	return ((const tio_error_obj_t *)err)->cell.extra_context;
 }
 
 #ifdef __cplusplus

@@ -138,6 +138,20 @@ TIO_API int tio_func_register_global(const char *name, tio_safe_call_t call, voi
 TIO_API int tio_func_get_global(const char *name, tio_object_t **out);
 
 /**
+ * tio_func_get_global_n() - look a global function up by a counted name
+ * @name: the name's bytes (need not be NUL-terminated)
+ * @len: their number
+ * @out: as tio_func_get_global()
+ *
+ * tio_func_get_global() without the strlen(), for callers holding a
+ * pointer and a length (the TVM FFI byte arrays). A name holding a NUL
+ * byte matches nothing.
+ *
+ * Return: 0 (found or not), or -1 with an error raised.
+ */
+TIO_API int tio_func_get_global_n(const char *name, size_t len, tio_object_t **out);
+
+/**
  * tio_func_remove_global() - unregister a global function
  * @name: the name
  *

@@ -8,8 +8,13 @@
  * A module may export `const uint32_t __tvm_ffi__tio_abi_version`
  * (TIO_EXPORT_ABI_VERSION() does it): when present and not equal to the
  * library's TIO_ABI_VERSION the module is refused, before any of its code
- * runs. Symbols starting with "__tvm_ffi__" are metadata, not functions.
- *
+ * runs. As TVM FFI's loader: any function symbol with the prefix is a
+ * function, "__tvm_ffi__hidden" being the function "_hidden", except the
+ * metadata and doc getters (__tvm_ffi__metadata_*, __tvm_ffi__doc_*);
+ * `void *__tvm_ffi__library_ctx` is set to the module after loading; and
+ * `__tvm_ffi__library_bin` describes a tree of imported modules (the
+ * library itself as "_lib", others rebuilt by the global function
+ * "ffi.Module.load_from_bytes.<kind>"), whose root is what the load returns.
  * A module is unloaded (dlclose) when the last reference to it goes;
  * every Function got from it holds one.
  */
@@ -86,13 +91,39 @@ TIO_API int tio_module_load(const char *path, tio_object_t **out);
  * @name: the name, without the __tvm_ffi_ prefix
  * @out: the Function (owned; keeps the module loaded), or NULL when absent
  *
+ * Looks in the module, then in its imports, depth first.
+ *
+ *
  * Return: 0 (found or not), or -1 with an error raised.
  */
 TIO_API int tio_module_get_function(tio_object_t *mod, const char *name,
 				    tio_object_t **out);
 
 /**
- * tio_module_implements_function() - whether a module has a function
+ * tio_module_imports() - the modules a module imports
+ * @mod: the Module
+ * @out: an Array of Modules, in import order (owned)
+ * Return: 0, or -1 with an error raised.
+ */
+TIO_API int tio_module_imports(tio_object_t *mod, tio_any_t *out);
+
+/**
+ * tio_module_lookup_from_imports() - a function for code inside a module
+ * @mod: the Module (a library's __tvm_ffi__library_ctx)
+ * @name: the name
+ * @out: the Function, borrowed: cached by @mod, valid as long as @mod
+ *
+ * Searches @mod's imports (depth first), then the global registry, as TVM
+ * FFI's TVMFFIEnvModLookupFromImports does; the result is cached per module.
+ * Return: 0, or -1 with an error raised (RuntimeError when nothing has that
+ * name).
+ */
+TIO_API int tio_module_lookup_from_imports(tio_object_t *mod, const char *name,
+					   tio_object_t **out);
+
+/**
+ * tio_module_implements_function() - whether a module or its imports
+ * have a function
  * @mod: the Module
  * @name: the name, without prefix
  *

@@ -22,10 +22,14 @@ static void tio_buffer_finalize(void *self)
 
 	if (buf->gpu_unregister)
 		buf->gpu_unregister(buf);
-	if (buf->mapped)
-		buf->ctx->ops->unmap(buf->ctx, buf->data, (size_t)buf->size);
-	/* Cannot fail for a handle we own; nothing to report to anyway. */
-	buf->ctx->ops->exec(buf->ctx, tio_cmds[TIO_CMD_BUF_FREE].op, &op);
+	if (buf->recycle) {
+		buf->recycle(buf);
+	} else {
+		if (buf->mapped)
+			buf->ctx->ops->unmap(buf->ctx, buf->data, (size_t)buf->size);
+		/* Cannot fail for a handle we own; nothing to report to anyway. */
+		buf->ctx->ops->exec(buf->ctx, tio_cmds[TIO_CMD_BUF_FREE].op, &op);
+	}
 	pthread_mutex_destroy(&buf->lock);
 	tio_ctx_put(buf->ctx, 1);
 }

@@ -18,6 +18,7 @@
 #include <tensorio/error.h>
 
 #include "dev/dev_internal.h"
+#include "dev/pin_internal.h"
 
 static pthread_mutex_t tio_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Written under tio_ctx_lock, read with acquire (tio_ctx_get()). */
@@ -170,6 +171,7 @@ int tio_shutdown(void)
 				       (long long)live);
 	}
 	__atomic_store_n(&tio__ctx_cur, NULL, __ATOMIC_RELEASE);
+	tio_pinned_trim_ctx(ctx);
 	tio_ctx_put(ctx, TIO_CTX_HOLDER);	/* batches still holding it keep it */
 out:
 	pthread_mutex_unlock(&tio_ctx_lock);

@@ -137,6 +137,8 @@ int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size);
  * @ctx: the context
  * @gpu: GPU registrations of @data (gpu_core.c, one per vendor), or NULL
  * @gpu_unregister: undoes @gpu; the finalizer calls it first
+ * @recycle: for a pinned-cache buffer (pin_cache.c), takes over the handle
+ *	and the memory in place of the finalizer's free, or NULL
  */
 struct tio_buffer {
 	tio_object_t header;
@@ -150,6 +152,7 @@ struct tio_buffer {
 	struct tio_ctx *ctx;
 	void *gpu;
 	void (*gpu_unregister)(void *obj);
+	void (*recycle)(void *obj);
 };
 
 /**

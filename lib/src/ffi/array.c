@@ -63,6 +63,7 @@ int tio_array_new(const tio_any_t *items, int64_t n, tio_object_t **out)
 	a->data = NULL;
 	a->size = 0;
 	a->capacity = 0;
+	a->data_deleter = free;
 	if (reserve(a, n))
 		goto fail;
 	for (i = 0; i < n; i++) {

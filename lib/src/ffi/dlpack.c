@@ -9,14 +9,25 @@
  */
 #include "ffi/tensor_internal.h"
 
+/*
+ * The producer's shape is used in place; its strides too, unless it has
+ * none (legacy compact tensors): then compact strides follow the object,
+ * as TVM FFI requires strides on a Tensor with ndim > 0.
+ */
 static struct tensor_obj *wrap(const DLTensor *dl, int32_t kind, void *manager, int readonly)
 {
+	int fill = !dl->strides && dl->ndim > 0;
 	struct tensor_obj *t;
 
-	t = tio__obj_new(sizeof(*t), TIO_TYPE_TENSOR, tio__tensor_deleter);
+	t = tio__obj_new(sizeof(*t) + (fill ? sizeof(int64_t) * (size_t)dl->ndim : 0),
+			 TIO_TYPE_TENSOR, tio__tensor_deleter);
 	if (TIO_UNLIKELY(!t))
 		return NULL;
 	t->pub.dl = *dl;
+	if (fill) {
+		tio__tensor_fill_strides(dl->ndim, dl->shape, t->dims);
+		t->pub.dl.strides = t->dims;
+	}
 	t->kind = kind;
 	t->readonly = readonly;
 	t->manager = manager;

@@ -25,8 +25,10 @@ static void error_deleter(void *self, int flags)
 	if (flags & TIO_DELETER_STRONG) {
 		free((void *)e->cell.backtrace.data);
 		e->cell.backtrace.data = NULL;
-		tio_object_decref(e->cause);
-		e->cause = NULL;
+		tio_object_decref(e->cell.cause_chain);
+		e->cell.cause_chain = NULL;
+		tio_object_decref(e->cell.extra_context);
+		e->cell.extra_context = NULL;
 	}
 	if (flags & TIO_DELETER_WEAK)
 		tio__obj_free(e);
@@ -64,13 +66,15 @@ static tio_error_obj_t oom_error = {
 	.cell = { .kind = { "MemoryError", 11 },
 		  .message = { "out of memory", 13 },
 		  .backtrace = { NULL, 0 },
-		  .update_backtrace = NULL },
+		  .update_backtrace = NULL,
+		  .cause_chain = NULL,
+		  .extra_context = NULL },
 };
 
-static int error_alloc(const char *kind, const char *msg, size_t msglen,
-		       char *backtrace, tio_object_t *cause, tio_object_t **out)
+static int error_alloc(const char *kind, size_t klen, const char *msg, size_t msglen,
+		       char *backtrace, size_t btlen, tio_object_t *cause,
+		       tio_object_t *extra, tio_object_t **out)
 {
-	size_t klen = strlen(kind);
 	tio_error_obj_t *e;
 	char *p;
 
@@ -78,7 +82,8 @@ static int error_alloc(const char *kind, const char *msg, size_t msglen,
 	if (!e)
 		return -1;
 	p = (char *)(e + 1);
-	memcpy(p, kind, klen + 1);
+	memcpy(p, kind, klen);
+	p[klen] = '\0';
 	e->cell.kind.data = p;
 	e->cell.kind.size = klen;
 	p += klen + 1;
@@ -87,10 +92,12 @@ static int error_alloc(const char *kind, const char *msg, size_t msglen,
 	e->cell.message.data = p;
 	e->cell.message.size = msglen;
 	e->cell.backtrace.data = backtrace;
-	e->cell.backtrace.size = backtrace ? strlen(backtrace) : 0;
+	e->cell.backtrace.size = btlen;
 	e->cell.update_backtrace = error_update_backtrace;
 	tio_object_incref(cause);
-	e->cause = cause;
+	e->cell.cause_chain = cause;
+	tio_object_incref(extra);
+	e->cell.extra_context = extra;
 	*out = &e->header;
 	return 0;
 }
@@ -109,7 +116,38 @@ int tio_error_new(const char *kind, const char *message, const char *backtrace,
 	} else if (tio_backtrace(1, &bt)) {
 		bt = NULL;
 	}
-	if (error_alloc(kind, message, strlen(message), bt, cause, out)) {
+	if (error_alloc(kind, strlen(kind), message, strlen(message), bt,
+			bt ? strlen(bt) : 0, cause, NULL, out)) {
+		free(bt);
+		return -1;
+	}
+	return 0;
+}
+
+static int byte_array_ok(const tio_byte_array_t *b)
+{
+	return b && (b->data || !b->size);
+}
+
+int tio_error_create(const tio_byte_array_t *kind, const tio_byte_array_t *message,
+		     const tio_byte_array_t *backtrace, tio_object_t *cause,
+		     tio_object_t *extra_context, tio_object_t **out)
+{
+	char *bt = NULL;
+	size_t btlen = 0;
+
+	if (!byte_array_ok(kind) || !byte_array_ok(message) || !out ||
+	    (backtrace && !byte_array_ok(backtrace)))
+		return -1;
+	if (backtrace && backtrace->size) {
+		bt = strndup(backtrace->data, backtrace->size);
+		if (!bt)
+			return -1;
+		btlen = strlen(bt);
+	}
+	if (error_alloc(kind->data ? kind->data : "", kind->size,
+			message->data ? message->data : "", message->size,
+			bt, btlen, cause, extra_context, out)) {
 		free(bt);
 		return -1;
 	}
@@ -192,7 +230,8 @@ static int vraise(const char *kind, tio_object_t *cause, const char *fmt, va_lis
 		return tio__oom();
 	if (tio_backtrace(2, &bt))
 		bt = NULL;
-	if (error_alloc(kind, msg, (size_t)len, bt, cause, &err)) {
+	if (error_alloc(kind, strlen(kind), msg, (size_t)len, bt, bt ? strlen(bt) : 0,
+			cause, NULL, &err)) {
 		free(bt);
 		free(msg);
 		return tio__oom();

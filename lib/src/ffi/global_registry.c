@@ -244,7 +244,8 @@ static int lookup_slow(const char *name, size_t len, uint64_t hash,
 			ce->gen = reg_gen;
 			ce->hash = hash;
 			ce->len = (uint32_t)len;
-			memcpy(ce->name, name, len + 1);
+			memcpy(ce->name, name, len);
+			ce->name[len] = '\0';
 		}
 	}
 	pthread_mutex_unlock(&reg_lock);
@@ -255,13 +256,18 @@ static int lookup_slow(const char *name, size_t len, uint64_t hash,
 
 int tio_func_get_global(const char *name, tio_object_t **out)
 {
-	struct cache_entry *c = cache, *ce = NULL;
-	size_t len;
-	uint64_t hash;
-
 	if (TIO_UNLIKELY(!name || !out))
 		return tio_error_raise("ValueError", "name and output must be given");
-	len = strlen(name);
+	return tio_func_get_global_n(name, strlen(name), out);
+}
+
+int tio_func_get_global_n(const char *name, size_t len, tio_object_t **out)
+{
+	struct cache_entry *c = cache, *ce = NULL;
+	uint64_t hash;
+
+	if (TIO_UNLIKELY((!name && len) || !out))
+		return tio_error_raise("ValueError", "name and output must be given");
 	hash = tio__hash_bytes(name, len);
 	if (TIO_LIKELY(c && len <= CACHE_NAME_MAX)) {
 		ce = &c[hash & (CACHE_SIZE - 1)];

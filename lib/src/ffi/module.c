@@ -17,13 +17,14 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "ffi/ffi_internal.h"
+#include "ffi/module_internal.h"
 
-struct module_obj {
-	tio_object_t header;
-	void *handle;		/* NULL for the system library */
-	char **names;		/* sorted, without the prefix */
-	size_t nnames;
+/* What the ELF scan finds besides the function names. */
+struct scan {
+	int has_abi;
+	uint32_t abi;
+	int has_bin;
+	size_t bin_size;
 };
 
 #define PREFIX_LEN (sizeof(TIO_MODULE_SYMBOL_PREFIX) - 1)
@@ -45,8 +46,17 @@ static void free_names(char **names, size_t n)
 static void module_deleter(void *self, int flags)
 {
 	struct module_obj *m = self;
+	size_t i;
 
 	if (flags & TIO_DELETER_STRONG) {
+		tio_object_decref(m->import_cache);
+		m->import_cache = NULL;
+		for (i = 0; i < m->nimports; i++)
+			tio_object_decref(m->imports[i]);
+		free(m->imports);
+		m->imports = NULL;
+		m->nimports = 0;
+		pthread_mutex_destroy(&m->cache_lock);
 		if (m->handle)
 			dlclose(m->handle);
 		m->handle = NULL;
@@ -86,8 +96,20 @@ static int read_u32(Elf *elf, const GElf_Sym *sym, uint32_t *out)
  * Scan @path's dynamic symbols. Return: 0 with the function names and the
  * ABI version (*has_abi), or -1 with an error raised.
  */
-static int elf_scan(const char *path, char ***names_out, size_t *n_out, int *has_abi,
-		    uint32_t *abi)
+/*
+ * Whether dynamic symbol @name (with the prefix) is a function TVM FFI's
+ * loader would find: __tvm_ffi_<name>, <name> possibly starting with '_'
+ * ("_hidden"), but not the metadata and doc getters of other functions.
+ */
+static int is_function_symbol(const char *name, const GElf_Sym *sym)
+{
+	if (GELF_ST_TYPE(sym->st_info) != STT_FUNC || !name[PREFIX_LEN])
+		return 0;
+	return strncmp(name, TIO_MODULE_METADATA_PREFIX, sizeof(TIO_MODULE_METADATA_PREFIX) - 1) &&
+	       strncmp(name, TIO_MODULE_DOC_PREFIX, sizeof(TIO_MODULE_DOC_PREFIX) - 1);
+}
+
+static int elf_scan(const char *path, char ***names_out, size_t *n_out, struct scan *sc)
 {
 	char **names = NULL, **grown;
 	size_t n = 0, cap = 0, i, count;
@@ -98,7 +120,7 @@ static int elf_scan(const char *path, char ***names_out, size_t *n_out, int *has
 	Elf *elf;
 	int fd, ret = -1;
 
-	*has_abi = 0;
+	memset(sc, 0, sizeof(*sc));
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return tio_error_raise("OSError", "libelf: %s", elf_errmsg(-1));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -125,17 +147,21 @@ static int elf_scan(const char *path, char ***names_out, size_t *n_out, int *has
 			if (!name || strncmp(name, TIO_MODULE_SYMBOL_PREFIX, PREFIX_LEN))
 				continue;
 			if (!strcmp(name, TIO_MODULE_ABI_SYMBOL)) {
-				if (read_u32(elf, &sym, abi)) {
+				if (read_u32(elf, &sym, &sc->abi)) {
 					tio_error_raise("ImportError",
 							"module '%s': unreadable %s", path,
 							TIO_MODULE_ABI_SYMBOL);
 					goto out;
 				}
-				*has_abi = 1;
+				sc->has_abi = 1;
 				continue;
 			}
-			if (name[PREFIX_LEN] == '_' || !name[PREFIX_LEN] ||
-			    GELF_ST_TYPE(sym.st_info) != STT_FUNC)
+			if (!strcmp(name, TIO_MODULE_BIN_SYMBOL)) {
+				sc->has_bin = 1;
+				sc->bin_size = sym.st_size;
+				continue;
+			}
+			if (!is_function_symbol(name, &sym))
 				continue;
 			if (n == cap) {
 				cap = cap ? 2 * cap : 16;
@@ -167,41 +193,82 @@ out:
 	return ret;
 }
 
+/* A Module object for @handle (NULL: none), owning @names. */
+static struct module_obj *module_new(void *handle, char **names, size_t n)
+{
+	struct module_obj *m = tio__obj_new(sizeof(*m), TIO_TYPE_MODULE, module_deleter);
+
+	if (!m)
+		return NULL;
+	m->handle = handle;
+	m->names = names;
+	m->nnames = n;
+	m->imports = NULL;
+	m->nimports = 0;
+	m->import_cache = NULL;
+	pthread_mutex_init(&m->cache_lock, NULL);
+	return m;
+}
+
+/*
+ * As TVM FFI does after dlopen: the library's context pointer is set to
+ * its module (borrowed: the library lives as long as the module), and an
+ * embedded module tree replaces the module by the tree's root.
+ */
+static int module_link(struct module_obj *m, const char *path, const struct scan *sc,
+		       tio_object_t **out)
+{
+	void **ctx = dlsym(m->handle, TIO_MODULE_CTX_SYMBOL);
+	const unsigned char *bin;
+	int r;
+
+	if (ctx)
+		*ctx = m;
+	if (!sc->has_bin) {
+		*out = &m->header;
+		return 0;
+	}
+	bin = dlsym(m->handle, TIO_MODULE_BIN_SYMBOL);
+	if (!bin) {
+		tio_object_decref(&m->header);
+		return tio_error_raise("ImportError", "module '%s': %s cannot be resolved", path,
+				       TIO_MODULE_BIN_SYMBOL);
+	}
+	r = tio__module_bin_load(m, path, bin, sc->bin_size, out);
+	tio_object_decref(&m->header);
+	return r;
+}
+
 int tio_module_load(const char *path, tio_object_t **out)
 {
 	struct module_obj *m;
 	char **names = NULL;
 	size_t n = 0;
-	uint32_t abi = 0;
-	int has_abi;
+	struct scan sc;
 	void *h;
 
 	if (!path || !out)
 		return tio_error_raise("ValueError", "module path and output must be given");
-	if (elf_scan(path, &names, &n, &has_abi, &abi))
+	if (elf_scan(path, &names, &n, &sc))
 		return -1;
-	if (has_abi && abi != TIO_ABI_VERSION) {
+	if (sc.has_abi && sc.abi != TIO_ABI_VERSION) {
 		free_names(names, n);
 		return tio_error_raise("ImportError",
 				       "module '%s' was built for ABI version %u; this library has %u",
-				       path, abi, (unsigned)TIO_ABI_VERSION);
+				       path, sc.abi, (unsigned)TIO_ABI_VERSION);
 	}
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		free_names(names, n);
 		return tio_error_raise("OSError", "cannot load module '%s': %s", path, dlerror());
 	}
-	m = tio__obj_new(sizeof(*m), TIO_TYPE_MODULE, module_deleter);
+	m = module_new(h, names, n);
 	if (!m) {
 		dlclose(h);
 		free_names(names, n);
 		return tio__oom();
 	}
-	m->handle = h;
-	m->names = names;
-	m->nnames = n;
-	*out = &m->header;
-	return 0;
+	return module_link(m, path, &sc, out);
 }
 
 /* The system library: a static module and its registered functions. */
@@ -224,7 +291,25 @@ static struct module_obj system_lib = {
 	.header = { .combined_ref_count = UINT64_C(1) << 30,
 		    .type_index = TIO_TYPE_MODULE,
 		    .deleter = static_deleter },
+	.cache_lock = PTHREAD_MUTEX_INITIALIZER,
 };
+
+int tio__module_add_import(struct module_obj *m, tio_object_t *child)
+{
+	tio_object_t **grown;
+
+	if (m == &system_lib)
+		return tio_error_raise("ValueError", "the system library takes no imports");
+	if (!child || child->type_index != TIO_TYPE_MODULE)
+		return tio_error_raise("TypeError", "a module imports only Modules");
+	grown = realloc(m->imports, (m->nimports + 1) * sizeof(*grown));
+	if (!grown)
+		return tio__oom();
+	m->imports = grown;
+	tio_object_incref(child);
+	m->imports[m->nimports++] = child;
+	return 0;
+}
 
 /* Under syslib_lock. */
 static struct syslib_entry *syslib_find(const char *name)
@@ -297,18 +382,32 @@ static int has_name(const struct module_obj *m, const char *name)
 	return bsearch(&name, m->names, m->nnames, sizeof(*m->names), cmp_str) != NULL;
 }
 
+static int own_function(struct module_obj *m, const char *name, tio_object_t **out);
+
 int tio_module_get_function(tio_object_t *mod, const char *name, tio_object_t **out)
 {
 	struct module_obj *m = as_module(mod);
-	struct syslib_entry *e;
-	tio_safe_call_t call = NULL;
-	char sym[256];
+	size_t i;
 
 	if (!m)
 		return -1;
 	if (!name || !out)
 		return tio_error_raise("ValueError", "name and output must be given");
 	*out = NULL;
+	if (own_function(m, name, out))
+		return -1;
+	for (i = 0; !*out && i < m->nimports; i++)
+		if (tio_module_get_function(m->imports[i], name, out))
+			return -1;
+	return 0;
+}
+
+static int own_function(struct module_obj *m, const char *name, tio_object_t **out)
+{
+	struct syslib_entry *e;
+	tio_safe_call_t call = NULL;
+	char sym[256];
+
 	if (m == &system_lib) {
 		pthread_mutex_lock(&syslib_lock);
 		e = syslib_find(name);
@@ -326,19 +425,112 @@ int tio_module_get_function(tio_object_t *mod, const char *name, tio_object_t **
 	*(void **)&call = dlsym(m->handle, sym);
 	if (!call)
 		return 0;
-	return tio__func_new_owned(call, mod, out);
+	return tio__func_new_owned(call, &m->header, out);
+}
+
+int tio_module_imports(tio_object_t *mod, tio_any_t *out)
+{
+	struct module_obj *m = as_module(mod);
+	tio_object_t *arr;
+	tio_any_t a;
+	size_t i;
+
+	*out = tio_any_none();
+	if (!m)
+		return -1;
+	if (tio_array_new(NULL, 0, &arr))
+		return -1;
+	for (i = 0; i < m->nimports; i++) {
+		a = tio_any_object(m->imports[i]);
+		if (tio_array_push(arr, &a)) {
+			tio_object_decref(arr);
+			return -1;
+		}
+	}
+	*out = tio_any_object(arr);
+	return 0;
+}
+
+/* Under m->cache_lock: the cached Function for @key, borrowed, or NULL. */
+static tio_object_t *cache_get(struct module_obj *m, const tio_any_t *key)
+{
+	tio_any_t v;
+
+	if (!m->import_cache || !tio_map_contains(m->import_cache, key) ||
+	    tio_map_get(m->import_cache, key, &v))
+		return NULL;
+	tio_any_decref(&v);	/* the cache keeps its own reference */
+	return v.v_obj;
+}
+
+static int import_lookup(struct module_obj *m, const char *name, tio_object_t **found)
+{
+	size_t i;
+
+	*found = NULL;
+	for (i = 0; !*found && i < m->nimports; i++)
+		if (tio_module_get_function(m->imports[i], name, found))
+			return -1;
+	if (!*found && tio_func_get_global(name, found))
+		return -1;
+	if (!*found)
+		return tio_error_raise("RuntimeError",
+				       "Cannot find function %s in the imported modules or global registry",
+				       name);
+	return 0;
+}
+
+int tio_module_lookup_from_imports(tio_object_t *mod, const char *name, tio_object_t **out)
+{
+	struct module_obj *m = as_module(mod);
+	tio_object_t *f;
+	tio_any_t key, val;
+	int r = -1;
+
+	if (!m)
+		return -1;
+	if (!name || !out)
+		return tio_error_raise("ValueError", "name and output must be given");
+	if (tio_str_new(name, strlen(name), &key))
+		return -1;
+	pthread_mutex_lock(&m->cache_lock);
+	*out = cache_get(m, &key);
+	if (*out) {
+		r = 0;
+		goto out;
+	}
+	if (!m->import_cache && tio_map_new(&m->import_cache))
+		goto out;
+	if (import_lookup(m, name, &f))
+		goto out;
+	val = tio_any_object(f);
+	r = tio_map_set(m->import_cache, &key, &val);
+	tio_object_decref(f);
+	if (!r)
+		*out = f;	/* alive in the cache */
+out:
+	pthread_mutex_unlock(&m->cache_lock);
+	tio_any_decref(&key);
+	return r;
 }
 
 int tio_module_implements_function(tio_object_t *mod, const char *name)
 {
 	struct module_obj *m;
+	size_t i;
 	int r;
 
 	if (!mod || mod->type_index != TIO_TYPE_MODULE || !name)
 		return 0;
 	m = (struct module_obj *)mod;
-	if (m != &system_lib)
-		return has_name(m, name);
+	if (m != &system_lib) {
+		if (has_name(m, name))
+			return 1;
+		for (i = 0; i < m->nimports; i++)
+			if (tio_module_implements_function(m->imports[i], name))
+				return 1;
+		return 0;
+	}
 	pthread_mutex_lock(&syslib_lock);
 	r = syslib_find(name) != NULL;
 	pthread_mutex_unlock(&syslib_lock);

@@ -113,9 +113,25 @@ int tio__tensor_check(const DLTensor *t, int32_t require_alignment, int32_t requ
 	return 0;
 }
 
-static struct tensor_obj *tensor_alloc(int32_t ndim, int with_strides)
+void tio__tensor_fill_strides(int32_t ndim, const int64_t *shape, int64_t *strides)
 {
-	size_t extra = sizeof(int64_t) * (size_t)ndim * (with_strides ? 2 : 1);
+	int64_t stride = 1;
+	int32_t i;
+
+	for (i = ndim - 1; i >= 0; i--) {
+		strides[i] = stride;
+		stride *= shape[i] ? shape[i] : 1;
+	}
+}
+
+/*
+ * Shape and strides live after the object; strides are always there for
+ * ndim > 0 (TVM FFI requires them on a Tensor object): the caller copies
+ * its own or calls tio__tensor_fill_strides().
+ */
+static struct tensor_obj *tensor_alloc(int32_t ndim)
+{
+	size_t extra = sizeof(int64_t) * (size_t)ndim * 2;
 	struct tensor_obj *t;
 
 	t = tio__obj_new(sizeof(*t) + extra, TIO_TYPE_TENSOR, tio__tensor_deleter);
@@ -127,7 +143,7 @@ static struct tensor_obj *tensor_alloc(int32_t ndim, int with_strides)
 	t->manager = NULL;
 	t->pub.dl.ndim = ndim;
 	t->pub.dl.shape = ndim ? t->dims : NULL;
-	t->pub.dl.strides = ndim && with_strides ? t->dims + ndim : NULL;
+	t->pub.dl.strides = ndim ? t->dims + ndim : NULL;
 	return t;
 }
 
@@ -154,7 +170,7 @@ int tio_tensor_empty(int32_t ndim, const int64_t *shape, DLDataType dtype, size_
 			return tio_error_raise("ValueError", "tensor too large");
 		bytes *= (size_t)shape[i];
 	}
-	t = tensor_alloc(ndim, 0);
+	t = tensor_alloc(ndim);
 	if (!t)
 		return tio__oom();
 	bytes = (bytes + alignment - 1) & ~(alignment - 1);
@@ -164,8 +180,10 @@ int tio_tensor_empty(int32_t ndim, const int64_t *shape, DLDataType dtype, size_
 		return tio__oom();
 	}
 	memset(t->manager, 0, bytes);
-	if (ndim)
+	if (ndim) {
 		memcpy(t->dims, shape, sizeof(int64_t) * (size_t)ndim);
+		tio__tensor_fill_strides(ndim, shape, t->dims + ndim);
+	}
 	t->pub.dl.data = t->manager;
 	t->pub.dl.device.device_type = kDLCPU;
 	t->pub.dl.device.device_id = 0;
@@ -226,13 +244,15 @@ int tio_tensor_view(tio_object_t *base, int32_t ndim, const int64_t *shape,
 					       (long long)((int64_t)byte_offset + vhi),
 					       (long long)blo, (long long)bhi);
 	}
-	t = tensor_alloc(ndim, strides != NULL);
+	t = tensor_alloc(ndim);
 	if (!t)
 		return tio__oom();
 	if (ndim) {
 		memcpy(t->dims, shape, sizeof(int64_t) * (size_t)ndim);
 		if (strides)
 			memcpy(t->dims + ndim, strides, sizeof(int64_t) * (size_t)ndim);
+		else
+			tio__tensor_fill_strides(ndim, shape, t->dims + ndim);
 	}
 	t->pub.dl.data = b->data;
 	t->pub.dl.device = b->device;

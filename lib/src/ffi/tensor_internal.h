@@ -24,6 +24,9 @@ struct tensor_obj {
 
 void tio__tensor_deleter(void *self, int flags);
 
+/* Compact row-major strides of @shape (in elements). */
+void tio__tensor_fill_strides(int32_t ndim, const int64_t *shape, int64_t *strides);
+
 /* Checks a DLTensor from outside; raises ValueError. */
 int tio__tensor_check(const DLTensor *t, int32_t require_alignment, int32_t require_contiguous);
 

@@ -272,6 +272,10 @@ static const struct {
 	{ TIO_TYPE_ARRAY, "ffi.Array" },
 	{ TIO_TYPE_MAP, "ffi.Map" },
 	{ TIO_TYPE_MODULE, "ffi.Module" },
+	{ TIO_TYPE_OPAQUE_PY_OBJECT, "ffi.OpaquePyObject" },
+	{ TIO_TYPE_LIST, "ffi.List" },
+	{ TIO_TYPE_DICT, "ffi.Dict" },
+	{ TIO_TYPE_VISIT_INTERRUPT, "ffi.VisitInterrupt" },
 };
 
 __attribute__((constructor)) static void types_init(void)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Tensor file I/O through io_uring (tensorio/io.h). One ring per transfer;
- * nothing global.
+ * Tensor file I/O through io_uring (tensorio/io.h): writes here, one ring
+ * per transfer; reads through the loader engine (loader.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 
 #include <tensorio/io.h>
 
-#include "dev/dev_internal.h"
+#include "io/io_internal.h"
 
 #define IO_ALIGN 4096u
 #define IO_MAX_QD 256u
@@ -210,10 +210,32 @@ out_free:
 	return ret;
 }
 
+/* Reads go through the loader engine (loader.c). */
 int tio_file_read(const char *path, uint64_t file_off, uint64_t len,
 		  tio_buffer_t *buf, uint64_t buf_off, struct tio_io_opts *opts)
 {
-	return io_xfer(0, path, file_off, len, buf, buf_off, opts);
+	struct tio_load_item it;
+	char *mem;
+	int ret;
+
+	if (!path || !buf)
+		return tio_raise_errno(EINVAL, "file I/O: NULL path or buffer");
+	if (buf_off > (uint64_t)buf->size || len > (uint64_t)buf->size - buf_off)
+		return tio_raise_errno(ERANGE, "file I/O: %llu bytes at %llu exceed the buffer (%lld)",
+				       (unsigned long long)len, (unsigned long long)buf_off,
+				       (long long)buf->size);
+	mem = tio_buffer_data(buf);
+	if (!mem)
+		return -1;
+	if (tio_load_open(path, file_off, len, opts ? opts->flags : 0, &it))
+		return -1;
+	it.mem = mem + buf_off;
+	it.slack = (uint64_t)buf->size - buf_off - len;
+	ret = tio_load_run(&it, 1, opts);
+	tio_load_close(&it);
+	if (!ret)
+		tio_set_errno(0);
+	return ret;
 }
 
 int tio_file_write(const char *path, uint64_t file_off, uint64_t len,

@@ -3,20 +3,41 @@
  * safetensors load (into one pinned buffer, zero-copy views) and save.
  * Format: u64 little-endian header length N, N bytes of JSON
  * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}, ...,
- * "__metadata__": {..}}, then the data; offsets count from its start.
+ * "__metadata__": {"key": "value", ..}}, then the data; offsets count from
+ * its start.
+ *
+ * Policy, as the format's reference implementation: the tensors tile the
+ * data exactly: the first starts at 0, each starts where the one before
+ * ends, the last ends at the end of the file. Gaps, overlaps and trailing
+ * bytes are refused (EINVAL, naming which).
+ *
+ * Sharded checkpoints: model.safetensors.index.json names, in "weight_map",
+ * the shard of every tensor; the shards are read together by the loader
+ * engine, each into its own pinned buffer from the pinned cache.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <tensorio/io.h>
 #include <tensorio/safetensors.h>
+#include <tensorio/tensor.h>
 
-#include "dev/dev_internal.h"
+#include "io/st_internal.h"
 
+/*
+ * Every dtype of the format; the float8 kinds map to their DLPack 1.x codes
+ * (F8_E4M3 is PyTorch's float8_e4m3fn). The sub-byte F4/F6 kinds are
+ * packed, which a DLPack tensor of whole elements cannot describe.
+ */
 static const struct {
 	const char *name;
 	uint8_t code, bits;
@@ -25,19 +46,9 @@ static const struct {
 	{ "BF16", kDLBfloat, 16 }, { "I64", kDLInt, 64 }, { "I32", kDLInt, 32 },
 	{ "I16", kDLInt, 16 }, { "I8", kDLInt, 8 }, { "U64", kDLUInt, 64 },
 	{ "U32", kDLUInt, 32 }, { "U16", kDLUInt, 16 }, { "U8", kDLUInt, 8 },
-	{ "BOOL", TIO_DTYPE_BOOL, 8 },
-};
-
-struct st_entry {
-	char *name;
-	struct tio_tensor_desc desc;
-	uint64_t begin, end;
-};
-
-struct tio_safetensors {
-	tio_buffer_t *buf;
-	struct st_entry *e;
-	int64_t n;
+	{ "BOOL", TIO_DTYPE_BOOL, 8 }, { "C64", TIO_DL_COMPLEX, 64 },
+	{ "F8_E4M3", TIO_DL_FLOAT8_E4M3FN, 8 }, { "F8_E5M2", TIO_DL_FLOAT8_E5M2, 8 },
+	{ "F8_E8M0", TIO_DL_FLOAT8_E8M0FNU, 8 },
 };
 
 static int st_bad(const char *path, const char *why, const char *name)
@@ -50,7 +61,11 @@ static int st_cmp(const void *a, const void *b)
 {
 	const struct st_entry *x = a, *y = b;
 
-	return x->begin < y->begin ? -1 : x->begin > y->begin;
+	if (x->shard != y->shard)
+		return x->shard < y->shard ? -1 : 1;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
 }
 
 static int st_entry_parse(const char *path, const char *name, json_object *v,
@@ -75,12 +90,16 @@ static int st_entry_parse(const char *path, const char *name, json_object *v,
 		if (!strcmp(d, st_dtypes[k].name))
 			break;
 	if (k == sizeof(st_dtypes) / sizeof(st_dtypes[0]))
-		return st_bad(path, "unknown dtype", name);
+		return tio_raise_errno(EINVAL, "%s: malformed safetensors file: unknown dtype "
+				       "\"%.32s\" in entry %s (sub-byte F4/F6 kinds are not "
+				       "supported)", path, d, name);
 	nd = json_object_array_length(shape);
 	if (nd > TIO_MAX_NDIM)
 		return st_bad(path, "more than 8 dimensions", name);
 	memset(&e->desc, 0, sizeof(e->desc));
-	e->desc.code = st_dtypes[k].code;
+	e->code = st_dtypes[k].code;
+	/* The driver's check knows codes up to BOOL; an 8-bit float is checked as U8. */
+	e->desc.code = e->code > TIO_DTYPE_BOOL ? kDLUInt : e->code;
 	e->desc.bits = st_dtypes[k].bits;
 	e->desc.lanes = 1;
 	e->desc.ndim = (uint16_t)nd;
@@ -112,13 +131,59 @@ static int st_entry_parse(const char *path, const char *name, json_object *v,
 	return e->name ? 0 : tio_raise_errno(ENOMEM, "%s", path);
 }
 
-static int st_parse(const char *path, struct tio_safetensors *st, const char *json,
-		    uint64_t hlen, uint64_t data_start, uint64_t data_len)
+/* The metadata map: string values only, as the format says. */
+static int st_meta(const char *path, struct tio_safetensors *st, json_object *m)
+{
+	int64_t i = 0;
+
+	if (!json_object_is_type(m, json_type_object))
+		return st_bad(path, "__metadata__ is not an object", NULL);
+	st->meta = calloc(2 * (size_t)json_object_object_length(m) + 1, sizeof(char *));
+	if (!st->meta)
+		return tio_raise_errno(ENOMEM, "%s", path);
+	{
+		json_object_object_foreach(m, key, val) {
+			if (!json_object_is_type(val, json_type_string))
+				return st_bad(path, "a __metadata__ value is not a string", key);
+			st->meta[i] = strdup(key);
+			st->meta[i + 1] = strdup(json_object_get_string(val));
+			st->nmeta++;
+			if (!st->meta[i] || !st->meta[i + 1])
+				return tio_raise_errno(ENOMEM, "%s", path);
+			i += 2;
+		}
+	}
+	return 0;
+}
+
+/* Entries of shard @shard sorted: they must tile its data exactly. */
+static int st_tiles(const char *path, struct st_entry *e, int64_t n, uint64_t data_len)
+{
+	uint64_t at = 0;
+	int64_t i;
+
+	qsort(e, (size_t)n, sizeof(*e), st_cmp);
+	for (i = 0; i < n; i++) {
+		if (e[i].begin < at)
+			return st_bad(path, "overlapping data_offsets", e[i].name);
+		if (e[i].begin > at)
+			return st_bad(path, "a gap before the data of", e[i].name);
+		at = e[i].end;
+	}
+	if (at != data_len)
+		return tio_raise_errno(EINVAL, "%s: malformed safetensors file: %llu trailing "
+				       "bytes after the last tensor", path,
+				       (unsigned long long)(data_len - at));
+	return 0;
+}
+
+static int st_parse(const char *path, struct tio_safetensors *st, int shard,
+		    const char *json, uint64_t hlen, uint64_t data_start, uint64_t data_len)
 {
 	struct json_tokener *tok = json_tokener_new();
 	json_object *root = NULL;
+	int64_t first = st->n, need;
 	int ret = -1;
-	int64_t i;
 
 	if (!tok)
 		return tio_raise_errno(ENOMEM, "%s", path);
@@ -128,85 +193,294 @@ static int st_parse(const char *path, struct tio_safetensors *st, const char *js
 		st_bad(path, "the header is not a JSON object", NULL);
 		goto out;
 	}
-	st->e = calloc((size_t)json_object_object_length(root) + 1, sizeof(*st->e));
-	if (!st->e) {
-		tio_raise_errno(ENOMEM, "%s", path);
-		goto out;
+	need = st->n + json_object_object_length(root) + 1;
+	if (need > st->cap) {
+		struct st_entry *ne = realloc(st->e, (size_t)need * sizeof(*ne));
+
+		if (!ne) {
+			tio_raise_errno(ENOMEM, "%s", path);
+			goto out;
+		}
+		st->e = ne;
+		st->cap = need;
 	}
 	{
 		json_object_object_foreach(root, key, val) {
-			if (!strcmp(key, "__metadata__"))
+			struct st_entry *e = &st->e[st->n];
+
+			if (!strcmp(key, "__metadata__")) {
+				if (!st->meta && st_meta(path, st, val))
+					goto out;
 				continue;
-			if (st_entry_parse(path, key, val, data_len, &st->e[st->n]))
+			}
+			memset(e, 0, sizeof(*e));
+			if (st_entry_parse(path, key, val, data_len, e))
 				goto out;
-			st->e[st->n].desc.byte_offset = data_start + st->e[st->n].begin;
+			e->desc.byte_offset = data_start + e->begin;
+			e->shard = shard;
 			st->n++;
 		}
 	}
-	qsort(st->e, (size_t)st->n, sizeof(*st->e), st_cmp);
-	for (i = 1; i < st->n; i++)
-		if (st->e[i].begin < st->e[i - 1].end &&
-		    st->e[i].end > st->e[i].begin && st->e[i - 1].end > st->e[i - 1].begin) {
-			st_bad(path, "overlapping data_offsets", st->e[i].name);
-			goto out;
-		}
-	ret = 0;
+	ret = st_tiles(path, st->e + first, st->n - first, data_len);
 out:
 	json_object_put(root);
 	json_tokener_free(tok);
 	return ret;
 }
 
-int tio_safetensors_load(const char *path, tio_safetensors_t **out)
+/* Read and check one file's header (its buffered fd stays open). */
+int tio_st_header(struct tio_safetensors *st, int shard)
 {
-	struct tio_safetensors *st;
-	unsigned char *mem;
-	uint64_t hlen, size;
+	struct st_shard *s = &st->sh[shard];
+	const char *path = s->path;
+	unsigned char len8[8];
+	uint64_t hlen = 0;
 	struct stat sb;
 	char *json;
+	int i, ret;
+
+	if (tio_load_open(path, 0, 0, TIO_IO_NO_DIRECT, &s->it))
+		return -1;
+	if (fstat(s->it.fd, &sb) < 0)
+		return tio_raise_errno(errno, "%s", path);
+	s->size = (uint64_t)sb.st_size;
+	if (s->size < 8 || pread(s->it.fd, len8, 8, 0) != 8)
+		return st_bad(path, "shorter than its 8-byte header length", NULL);
+	for (i = 7; i >= 0; i--)
+		hlen = hlen << 8 | len8[i];
+	if (hlen > TIO_SAFETENSORS_MAX_HEADER)
+		return tio_raise_errno(E2BIG, "%s: safetensors header of %llu bytes (limit %u)",
+				       path, (unsigned long long)hlen, TIO_SAFETENSORS_MAX_HEADER);
+	if (hlen > s->size - 8)
+		return st_bad(path, "truncated header", NULL);
+	json = malloc(hlen + 1);
+	if (!json)
+		return tio_raise_errno(ENOMEM, "%s", path);
+	if (pread(s->it.fd, json, hlen, 8) != (ssize_t)hlen) {
+		free(json);
+		return tio_raise_errno(EIO, "reading the header of %s", path);
+	}
+	json[hlen] = 0;
+	s->data_start = 8 + hlen;
+	ret = st_parse(path, st, shard, json, hlen, 8 + hlen, s->size - 8 - hlen);
+	free(json);
+	return ret ? -1 : 0;
+}
+
+/* Read and check one file's header; set up its read into pinned memory. */
+static int st_open_shard(struct tio_safetensors *st, int shard, unsigned int flags)
+{
+	struct st_shard *s = &st->sh[shard];
+
+	if (tio_st_header(st, shard))
+		return -1;
+	/* The whole file, header included, into one pinned buffer. */
+	tio_load_close(&s->it);
+	if (tio_load_open(s->path, 0, s->size, flags, &s->it) ||
+	    tio_pinned_get(s->size, &s->mem))
+		return -1;
+	s->it.mem = s->mem.addr;
+	s->it.slack = s->mem.size - s->size;
+	s->it.lazy = s->mem.lazy;
+	return 0;
+}
+
+static char *st_join(const char *index, const char *name)
+{
+	const char *slash = strrchr(index, '/');
+	int dir = slash ? (int)(slash - index) + 1 : 0;
+	char *p;
+
+	if (strchr(name, '/') || !strcmp(name, "..") || !*name)
+		return NULL;	/* shards live next to the index */
+	if (asprintf(&p, "%.*s%s", dir, index, name) < 0)
+		return NULL;
+	return p;
+}
+
+/* model.safetensors.index.json: the shards, and the map checked later. */
+int tio_st_index(const char *path, struct tio_safetensors *st, json_object **map)
+{
+	json_object *root = json_object_from_file(path), *meta, *wm;
+	int i, ret = -1;
+
+	if (!root) {
+		if (access(path, R_OK))
+			return tio_raise_errno(errno, "%s", path);
+		return tio_raise_errno(EINVAL, "%s: not a JSON file", path);
+	}
+	if (!json_object_object_get_ex(root, "weight_map", &wm) ||
+	    !json_object_is_type(wm, json_type_object) || !json_object_object_length(wm)) {
+		tio_raise_errno(EINVAL, "%s: safetensors index without a weight_map", path);
+		goto out;
+	}
+	if (json_object_object_get_ex(root, "metadata", &meta) &&
+	    json_object_is_type(meta, json_type_object)) {
+		/* Index metadata is free-form (total_size is a number): keep strings. */
+		json_object *m = json_object_new_object();
+
+		if (!m) {
+			tio_raise_errno(ENOMEM, "%s", path);
+			goto out;
+		}
+		{
+			json_object_object_foreach(meta, k, v)
+				json_object_object_add(m, k, json_object_new_string(
+					json_object_get_string(v)));
+		}
+		i = st_meta(path, st, m);
+		json_object_put(m);
+		if (i)
+			goto out;
+	}
+	st->sh = calloc((size_t)json_object_object_length(wm), sizeof(*st->sh));
+	if (!st->sh) {
+		tio_raise_errno(ENOMEM, "%s", path);
+		goto out;
+	}
+	{
+		json_object_object_foreach(wm, name, file) {
+			const char *f = json_object_get_string(file);
+
+			if (!json_object_is_type(file, json_type_string)) {
+				tio_raise_errno(EINVAL, "%s: tensor %s: the shard is not a "
+						"file name", path, name);
+				goto out;
+			}
+			for (i = 0; i < st->nsh; i++)
+				if (!strcmp(strrchr(st->sh[i].path, '/') ?
+					    strrchr(st->sh[i].path, '/') + 1 : st->sh[i].path, f))
+					break;
+			if (i < st->nsh)
+				continue;
+			st->sh[st->nsh].path = st_join(path, f);
+			if (!st->sh[st->nsh].path) {
+				tio_raise_errno(EINVAL, "%s: tensor %s: shard \"%s\" is not a "
+						"file next to the index", path, name, f);
+				goto out;
+			}
+			st->sh[st->nsh].it.fd = st->sh[st->nsh].it.dfd = -1;
+			st->nsh++;
+		}
+	}
+	*map = json_object_get(wm);
+	ret = 0;
+out:
+	json_object_put(root);
+	return ret;
+}
+
+/* Every tensor found where the index says, once, and nothing else. */
+int tio_st_check_map(const char *path, struct tio_safetensors *st, json_object *map)
+{
+	json_object *f;
+	int64_t i;
+
+	for (i = 0; i < st->n; i++) {
+		const char *shard = st->sh[st->e[i].shard].path;
+		const char *base = strrchr(shard, '/') ? strrchr(shard, '/') + 1 : shard;
+
+		if (!json_object_object_get_ex(map, st->e[i].name, &f))
+			return tio_raise_errno(EINVAL, "%s: tensor %s of %s is not in the "
+					       "weight_map", path, st->e[i].name, shard);
+		if (strcmp(json_object_get_string(f), base))
+			return tio_raise_errno(EINVAL, "%s: tensor %s is in %s, the weight_map "
+					       "says %s", path, st->e[i].name, shard,
+					       json_object_get_string(f));
+	}
+	for (i = 1; i < st->n; i++) {
+		int64_t j;
+
+		for (j = 0; j < i; j++)
+			if (!strcmp(st->e[i].name, st->e[j].name))
+				return tio_raise_errno(EINVAL, "%s: tensor %s is in two shards, "
+						       "%s and %s", path, st->e[i].name,
+						       st->sh[st->e[j].shard].path,
+						       st->sh[st->e[i].shard].path);
+	}
+	if (json_object_object_length(map) != st->n) {
+		json_object_object_foreach(map, name, file) {
+			for (i = 0; i < st->n; i++)
+				if (!strcmp(st->e[i].name, name))
+					break;
+			if (i == st->n)
+				return tio_raise_errno(EINVAL, "%s: tensor %s is not in its shard %s",
+						       path, name, json_object_get_string(file));
+		}
+	}
+	return 0;
+}
+
+int tio_st_is_index(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n >= 5 && !strcmp(path + n - 5, ".json");
+}
+
+int tio_st_shards(const char *path, struct tio_safetensors *st, json_object **map)
+{
+	*map = NULL;
+	if (tio_st_is_index(path))
+		return tio_st_index(path, st, map);
+	st->sh = calloc(1, sizeof(*st->sh));
+	if (!st->sh || !(st->sh[0].path = strdup(path)))
+		return tio_raise_errno(ENOMEM, "%s", path);
+	st->sh[0].it.fd = st->sh[0].it.dfd = -1;
+	st->nsh = 1;
+	return 0;
+}
+
+int tio_safetensors_load_ex(const char *path, struct tio_io_opts *opts,
+			    tio_safetensors_t **out)
+{
+	unsigned int flags = opts ? opts->flags : 0;
+	struct tio_load_item *items = NULL;
+	struct tio_safetensors *st;
+	json_object *map = NULL;
 	int i;
 
-	if (!path)
-		return tio_raise_errno(EINVAL, "tio_safetensors_load: NULL path");
-	if (stat(path, &sb) < 0)
-		return tio_raise_errno(errno, "%s", path);
-	size = (uint64_t)sb.st_size;
-	if (size < 8)
-		return st_bad(path, "shorter than its 8-byte header length", NULL);
+	if (!path || !out)
+		return tio_raise_errno(EINVAL, "tio_safetensors_load: NULL path or out");
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return tio_raise_errno(ENOMEM, "%s", path);
-	if (tio_buffer_alloc(size, NULL, &st->buf) ||
-	    tio_file_read(path, 0, size, st->buf, 0, NULL))
+	if (tio_st_shards(path, st, &map))
 		goto err;
-	mem = tio_buffer_data(st->buf);
-	for (hlen = 0, i = 7; i >= 0; i--)
-		hlen = hlen << 8 | mem[i];
-	if (hlen > TIO_SAFETENSORS_MAX_HEADER) {
-		tio_raise_errno(E2BIG, "%s: safetensors header of %llu bytes (limit %u)",
-				path, (unsigned long long)hlen, TIO_SAFETENSORS_MAX_HEADER);
+	for (i = 0; i < st->nsh; i++)
+		if (st_open_shard(st, i, flags))
+			goto err;
+	if (map && tio_st_check_map(path, st, map))
 		goto err;
-	}
-	if (hlen > size - 8) {
-		st_bad(path, "truncated header", NULL);
-		goto err;
-	}
-	json = malloc(hlen + 1);
-	if (!json) {
+	items = calloc((size_t)(unsigned int)st->nsh, sizeof(*items));
+	if (!items) {
 		tio_raise_errno(ENOMEM, "%s", path);
 		goto err;
 	}
-	memcpy(json, mem + 8, hlen);
-	json[hlen] = 0;
-	i = st_parse(path, st, json, hlen, 8 + hlen, size - 8 - hlen);
-	free(json);
-	if (i)
+	for (i = 0; i < st->nsh; i++)
+		items[i] = st->sh[i].it;
+	if (tio_load_run(items, st->nsh, opts))
 		goto err;
+	for (i = 0; i < st->nsh; i++) {
+		tio_load_close(&st->sh[i].it);
+		if (tio_pinned_finish(&st->sh[i].mem))
+			goto err;
+	}
+	free(items);
+	json_object_put(map);
 	*out = st;
+	tio_set_errno(0);
 	return 0;
 err:
+	free(items);
+	json_object_put(map);
 	tio_safetensors_free(st);
 	return -1;
+}
+
+int tio_safetensors_load(const char *path, tio_safetensors_t **out)
+{
+	return tio_safetensors_load_ex(path, NULL, out);
 }
 
 void tio_safetensors_free(tio_safetensors_t *st)
@@ -215,10 +489,22 @@ void tio_safetensors_free(tio_safetensors_t *st)
 
 	if (!st)
 		return;
-	for (i = 0; i < st->n; i++)
+	for (i = 0; i < st->n; i++) {
 		free(st->e[i].name);
+		if (st->dev)
+			tio_object_decref(st->dev[i]);
+	}
+	free(st->dev);
 	free(st->e);
-	tio_buffer_decref(st->buf);
+	for (i = 0; i < 2 * st->nmeta; i++)
+		free(st->meta[i]);
+	free(st->meta);
+	for (i = 0; st->sh && i < st->nsh; i++) {
+		tio_load_close(&st->sh[i].it);
+		tio_pinned_abort(&st->sh[i].mem);
+		free(st->sh[i].path);
+	}
+	free(st->sh);
 	free(st);
 }
 
@@ -234,58 +520,126 @@ const char *tio_safetensors_name(const tio_safetensors_t *st, int64_t i)
 
 tio_buffer_t *tio_safetensors_buffer(const tio_safetensors_t *st)
 {
-	return st->buf;
+	return st->sh ? st->sh[0].mem.buf : NULL;
+}
+
+int tio_safetensors_shards(const tio_safetensors_t *st)
+{
+	return st->nsh;
+}
+
+const char *tio_safetensors_metadata(const tio_safetensors_t *st, const char *key)
+{
+	int64_t i;
+
+	for (i = 0; key && i < st->nmeta; i++)
+		if (!strcmp(st->meta[2 * i], key))
+			return st->meta[2 * i + 1];
+	return NULL;
+}
+
+const char *tio_safetensors_metadata_key(const tio_safetensors_t *st, int64_t i)
+{
+	return i >= 0 && i < st->nmeta ? st->meta[2 * i] : NULL;
 }
 
 int tio_safetensors_tensor(const tio_safetensors_t *st, const char *name,
 			   tio_object_t **out)
 {
+	DLManagedTensorVersioned *mt;
 	int64_t i;
 
-	for (i = 0; i < st->n; i++)
-		if (!strcmp(st->e[i].name, name))
-			return tio_buffer_tensor(st->buf, &st->e[i].desc, out);
+	for (i = 0; i < st->n; i++) {
+		if (strcmp(st->e[i].name, name))
+			continue;
+		if (st->dev) {
+			tio_object_incref(st->dev[i]);
+			*out = st->dev[i];
+			return 0;
+		}
+		if (tio_buffer_to_dlpack(st->sh[st->e[i].shard].mem.buf, &st->e[i].desc, &mt))
+			return -1;
+		mt->dl_tensor.dtype.code = st->e[i].code;
+		if (tio_tensor_from_dlpack_versioned(mt, 0, 0, out)) {
+			mt->deleter(mt);
+			return -1;
+		}
+		return 0;
+	}
 	return tio_raise_errno(ENOENT, "no tensor named \"%s\"", name);
 }
 
-int tio_safetensors_save(const char *path, const char *const *names,
-			 const DLTensor *const *tensors, int64_t n)
+/* The bytes of a compact tensor; 0 with an error raised when it cannot be saved. */
+static int st_save_check(const char *path, const char *name, const DLTensor *t,
+			 size_t *k, uint64_t *bytes)
 {
-	json_object *root = json_object_new_object();
-	uint64_t off = 0, hlen, pad;
-	const char *text;
-	unsigned char len8[8];
-	FILE *f = NULL;
+	int64_t d;
+
+	for (*k = 0; *k < sizeof(st_dtypes) / sizeof(st_dtypes[0]); (*k)++)
+		if (st_dtypes[*k].code == t->dtype.code &&
+		    st_dtypes[*k].bits == t->dtype.bits && t->dtype.lanes == 1)
+			break;
+	if (*k == sizeof(st_dtypes) / sizeof(st_dtypes[0]))
+		return tio_raise_errno(EINVAL, "%s: tensor %s: no safetensors dtype", path, name);
+	if (t->strides)
+		return tio_raise_errno(EINVAL, "%s: tensor %s is strided", path, name);
+	*bytes = t->dtype.bits / 8u;
+	for (d = 0; d < t->ndim; d++)
+		*bytes *= (uint64_t)t->shape[d];
+	return 0;
+}
+
+static json_object *st_header(const char *path, const char *const *names,
+			      const DLTensor *const *tensors, int64_t n,
+			      const char *const *meta, int64_t nmeta)
+{
+	json_object *root = json_object_new_object(), *m, *e, *shape, *offs;
+	uint64_t off = 0, bytes = 0;
 	int64_t i, d;
 	size_t k;
-	int ret = -1;
 
 	if (!root)
-		return tio_raise_errno(ENOMEM, "%s", path);
+		goto nomem;
+	if (nmeta) {
+		m = json_object_new_object();
+		if (!m || json_object_object_add(root, "__metadata__", m))
+			goto nomem;
+		for (i = 0; i < nmeta; i++)
+			if (!meta[2 * i] || !meta[2 * i + 1] ||
+			    json_object_object_add(m, meta[2 * i],
+						   json_object_new_string(meta[2 * i + 1]))) {
+				tio_raise_errno(EINVAL, "%s: metadata entry %lld is NULL", path,
+						(long long)i);
+				goto err;
+			}
+	}
 	for (i = 0; i < n; i++) {
-		const DLTensor *t = tensors[i];
-		json_object *e, *shape, *offs;
-		uint64_t bytes = (t->dtype.bits / 8u) * t->dtype.lanes;
-
-		for (k = 0; k < sizeof(st_dtypes) / sizeof(st_dtypes[0]); k++)
-			if (st_dtypes[k].code == t->dtype.code &&
-			    st_dtypes[k].bits == t->dtype.bits && t->dtype.lanes == 1)
-				break;
-		if (k == sizeof(st_dtypes) / sizeof(st_dtypes[0])) {
-			tio_raise_errno(EINVAL, "%s: tensor %s: no safetensors dtype", path, names[i]);
-			goto out;
+		if (!names[i] || !tensors[i]) {
+			tio_raise_errno(EINVAL, "%s: tensor %lld: NULL name or tensor", path,
+					(long long)i);
+			goto err;
 		}
-		if (t->strides) {
-			tio_raise_errno(EINVAL, "%s: tensor %s is strided", path, names[i]);
-			goto out;
+		/* A second entry of a name would silently replace the first. */
+		if (!strcmp(names[i], "__metadata__") ||
+		    json_object_object_get_ex(root, names[i], NULL)) {
+			tio_raise_errno(EINVAL, "%s: tensor name \"%s\" %s", path, names[i],
+					strcmp(names[i], "__metadata__") ? "given twice" :
+					"is reserved for the metadata");
+			goto err;
 		}
+		if (st_save_check(path, names[i], tensors[i], &k, &bytes))
+			goto err;
 		e = json_object_new_object();
 		shape = json_object_new_array();
 		offs = json_object_new_array();
-		for (d = 0; d < t->ndim; d++) {
-			json_object_array_add(shape, json_object_new_int64(t->shape[d]));
-			bytes *= (uint64_t)t->shape[d];
+		if (!e || !shape || !offs) {
+			json_object_put(e);
+			json_object_put(shape);
+			json_object_put(offs);
+			goto nomem;
 		}
+		for (d = 0; d < tensors[i]->ndim; d++)
+			json_object_array_add(shape, json_object_new_int64(tensors[i]->shape[d]));
 		json_object_array_add(offs, json_object_new_int64((int64_t)off));
 		json_object_array_add(offs, json_object_new_int64((int64_t)(off + bytes)));
 		json_object_object_add(e, "dtype", json_object_new_string(st_dtypes[k].name));
@@ -294,40 +648,132 @@ int tio_safetensors_save(const char *path, const char *const *names,
 		json_object_object_add(root, names[i], e);
 		off += bytes;
 	}
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
-	hlen = strlen(text);
-	pad = (8 - hlen % 8) % 8;
+	return root;
+nomem:
+	tio_raise_errno(ENOMEM, "%s", path);
+err:
+	json_object_put(root);
+	return NULL;
+}
+
+static int st_write_all(int fd, const void *p, uint64_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n > (1u << 30) ? (1u << 30) : (size_t)n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		c += w;
+		n -= (uint64_t)w;
+	}
+	return 0;
+}
+
+static int st_write(int fd, const char *text, const DLTensor *const *tensors, int64_t n)
+{
+	uint64_t hlen = strlen(text), pad = (8 - hlen % 8) % 8, bytes;
+	unsigned char len8[8];
+	int64_t i, d;
+	int ret, k;
+
 	for (k = 0; k < 8; k++)
 		len8[k] = (unsigned char)((hlen + pad) >> (8 * k));
-	f = fopen(path, "wbe");
-	if (!f) {
-		tio_raise_errno(errno, "%s", path);
+	ret = st_write_all(fd, len8, 8);
+	if (!ret)
+		ret = st_write_all(fd, text, hlen);
+	if (!ret)
+		ret = st_write_all(fd, "        ", pad);
+	for (i = 0; i < n && !ret; i++) {
+		bytes = tensors[i]->dtype.bits / 8u;
+		for (d = 0; d < tensors[i]->ndim; d++)
+			bytes *= (uint64_t)tensors[i]->shape[d];
+		ret = st_write_all(fd, (const char *)tensors[i]->data + tensors[i]->byte_offset,
+				   bytes);
+	}
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	return ret;
+}
+
+/*
+ * Write to a temporary file next to @path, fsync it, rename it over @path,
+ * fsync the directory: a failure at any point leaves the old file as it
+ * was and no temporary behind. SIGXFSZ (ulimit -f) is blocked meanwhile, so
+ * that an oversized save fails with EFBIG instead of killing the process;
+ * the signal it raised is taken back.
+ */
+int tio_safetensors_save_ex(const char *path, const char *const *names,
+			    const DLTensor *const *tensors, int64_t n,
+			    const char *const *meta, int64_t nmeta)
+{
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	sigset_t xfsz, old, pending;
+	char *tmp = NULL, *dir = NULL;
+	json_object *root;
+	int fd = -1, dfd, ret = -1, err, had;
+
+	if (!path || (n && (!names || !tensors)) || n < 0 || nmeta < 0 || (nmeta && !meta))
+		return tio_raise_errno(EINVAL, "tio_safetensors_save: NULL or negative argument");
+	root = st_header(path, names, tensors, n, meta, nmeta);
+	if (!root)
+		return -1;
+	if (asprintf(&dir, "%.*s", slash ? (int)(slash - path) + 1 : 2,
+		     slash ? path : "./") < 0 ||
+	    asprintf(&tmp, "%s.%s.tmp.XXXXXX", dir, slash ? slash + 1 : path) < 0) {
+		tmp = NULL;
+		tio_raise_errno(ENOMEM, "%s", path);
 		goto out;
 	}
-	if (fwrite(len8, 8, 1, f) != 1 || fwrite(text, hlen, 1, f) != 1 ||
-	    fprintf(f, "%*s", (int)pad, "") < 0)
-		goto io_err;
-	for (i = 0; i < n; i++) {
-		const DLTensor *t = tensors[i];
-		uint64_t bytes = (t->dtype.bits / 8u) * t->dtype.lanes;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	sigpending(&pending);
+	had = sigismember(&pending, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+	} else {
+		fchmod(fd, 0644);
+		err = st_write(fd, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN),
+			       tensors, n);
+		if (close(fd) < 0 && !err)
+			err = -errno;
+		if (!err && rename(tmp, path) < 0)
+			err = -errno;
+		if (err)
+			unlink(tmp);
+	}
+	sigpending(&pending);
+	if (!had && sigismember(&pending, SIGXFSZ)) {
+		struct timespec zero = { 0, 0 };
 
-		for (d = 0; d < t->ndim; d++)
-			bytes *= (uint64_t)t->shape[d];
-		if (bytes && fwrite((const char *)t->data + t->byte_offset, bytes, 1, f) != 1)
-			goto io_err;
+		sigtimedwait(&xfsz, NULL, &zero);
 	}
-	if (fclose(f)) {
-		f = NULL;
-		goto io_err;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err) {
+		tio_raise_errno(-err, "writing %s%s", path,
+				err == -EFBIG ? " (the file size limit, ulimit -f)" : "");
+		goto out;
 	}
-	f = NULL;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
 	ret = 0;
-	goto out;
-io_err:
-	tio_raise_errno(errno ? errno : EIO, "writing %s", path);
 out:
-	if (f)
-		fclose(f);
+	free(tmp);
+	free(dir);
 	json_object_put(root);
 	return ret;
+}
+
+int tio_safetensors_save(const char *path, const char *const *names,
+			 const DLTensor *const *tensors, int64_t n)
+{
+	return tio_safetensors_save_ex(path, names, tensors, n, NULL, 0);
 }

@@ -35,6 +35,8 @@
 #define UB_HANDLE_SHIFT 40
 #define UB_MAX_BUF_SIZE (UINT64_C(1) << 40)
 #define UB_MAX_SUBMIT 1024
+/* The driver's default fence_timeout_ms, reported by STREAM_CREATE. */
+#define UB_FENCE_TIMEOUT_MS 10000u
 
 enum { UB_BUF = 1, UB_STREAM = 2 };
 
@@ -559,7 +561,11 @@ static int ub_stream_create(struct tio_ctx *ctx, struct tio_stream_create *a)
 	struct ub_obj *o;
 	int ret;
 
-	if (a->flags)
+	/*
+	 * The bound is checked and reported as the driver's default would
+	 * be; nothing here reaches another driver, so nothing expires.
+	 */
+	if (a->flags || a->pad || a->fence_timeout_ms > UB_FENCE_TIMEOUT_MS)
 		return -EINVAL;
 	tl = calloc(1, sizeof(*tl));
 	o = calloc(1, sizeof(*o));
@@ -594,6 +600,7 @@ static int ub_stream_create(struct tio_ctx *ctx, struct tio_stream_create *a)
 	a->handle = o->handle;
 	a->seqno_offset = (uint64_t)o->handle << UB_HANDLE_SHIFT;
 	a->context = tl->context;
+	a->fence_timeout_ms = a->fence_timeout_ms ?: UB_FENCE_TIMEOUT_MS;
 	return 0;
 
 err_free:

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The cases of tio-bench's "python" suite (bench/suite_python.c): each is
+a callable and its arguments, called in a C loop; this module only builds
+them. case(name, fast) -> (callable, args, bytes per op), or (reason,)."""
+
+import atexit
+import ctypes
+import os
+import shutil
+import tempfile
+
+import tensorio
+from tensorio import _tensorio
+
+_keep = []
+_tmp = []
+
+
+def _ctypes_peer():
+    """The no-op FFI call made with ctypes: the safe-call cell of the
+    Function, called with a ctypes Any array (what a ctypes FFI does)."""
+    f = tensorio.get_global_func("tensorio.noop")
+    _keep.append(f)
+    proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_int32, ctypes.c_void_p)
+    # struct tio_func_obj: 24-byte header, then the safe_call cell.
+    cell = ctypes.c_void_p.from_address(f._address + 24).value
+    call = proto(cell)
+    addr = f._address
+    ret = (ctypes.c_int64 * 2)()
+    args = (ctypes.c_int64 * 2)()
+    ret_p, args_p = ctypes.addressof(ret), ctypes.addressof(args)
+
+    def call0():
+        if call(addr, None, 0, ret_p):
+            raise RuntimeError("call failed")
+
+    def call1(x):
+        args[0] = 1          # type index Int, no padding
+        args[1] = x
+        if call(addr, args_p, 1, ret_p):
+            raise RuntimeError("call failed")
+    _keep.extend((call, ret, args))
+    return call0, call1
+
+
+def _weights(fast):
+    import numpy as np
+    d = tempfile.mkdtemp(prefix="tio-bench-py.")
+    _tmp.append(d)
+    n = (1 if fast else 8) << 20    # floats in all
+    rng = np.random.default_rng(0)
+    ws = {"w%02d" % i: rng.standard_normal(n // 16, dtype=np.float32)
+          for i in range(16)}
+    st = os.path.join(d, "w.safetensors")
+    tensorio.save_safetensors(st, ws)
+    raw = os.path.join(d, "w.raw")
+    np.concatenate(list(ws.values())).tofile(raw)
+    return d, st, raw, ws, 4 * n
+
+
+def case(name, fast):
+    noop = tensorio.get_global_func("tensorio.noop")
+    if name == "call/cfunc-0":
+        return _tensorio._noop, (), 0
+    if name == "call/cfunc-1":
+        return _tensorio._noop, (1,), 0
+    if name == "call/noop-0":
+        return noop, (), 0
+    if name == "call/noop-1":
+        return noop, (1,), 0
+    if name in ("call/ctypes-0", "call/ctypes-1"):
+        c0, c1 = _ctypes_peer()
+        return (c0, (), 0) if name.endswith("0") else (c1, (1,), 0)
+    if name == "call/tensorio-tensor":
+        return noop, (tensorio.empty((16,)),), 0
+    try:
+        import numpy as np
+        import torch
+    except ImportError as e:
+        return (str(e),)
+    if name == "call/torch-tensor":
+        return noop, (torch.zeros(16),), 0
+    if name == "call/torch-export":
+        return torch._C._to_dlpack, (torch.zeros(16),), 0
+    if name == "call/numpy-array":
+        return noop, (np.zeros(16, dtype=np.float32),), 0
+    if name == "dlpack/torch-from-tensor":
+        return torch.from_dlpack, (tensorio.empty((256,)),), 0
+    if name == "dlpack/torch-from-empty":
+        return (lambda: torch.from_dlpack(tensorio.empty((256,)))), (), 0
+    if name == "dlpack/from-torch":
+        return tensorio.from_dlpack, (torch.zeros(256),), 0
+    if name == "dlpack/torch-from-numpy":
+        return torch.from_dlpack, (np.zeros(256, dtype=np.float32),), 0
+    d, st, raw, ws, nbytes = _weights(fast)
+    if name == "load/safetensors":
+        return tensorio.load_safetensors, (st,), nbytes
+    if name == "load/torch-load":
+        pt = os.path.join(d, "w.pt")
+        torch.save({k: torch.from_numpy(v) for k, v in ws.items()}, pt)
+        return torch.load, (pt,), nbytes
+    if name == "load/numpy-fromfile":
+        return np.fromfile, (raw, np.float32), nbytes
+    raise KeyError(name)
+
+
+@atexit.register
+def _cleanup():
+    for d in _tmp:
+        shutil.rmtree(d, ignore_errors=True)

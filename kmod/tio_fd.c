@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * New fds (dma-buf, sync_file) are installed only once the command's
+ * result has reached userspace: a handler reserves a number with
+ * get_unused_fd_flags() and queues it with its file in the caller's
+ * struct tio_call; the submission form installs the queue after it wrote
+ * the payload back, or gives every number and file back when it could not
+ * (the fd never existed for userspace, so nothing leaks into its table).
+ * A call runs on one thread: its queue needs no lock.
+ */
+#include <linux/fcntl.h>
+#include <linux/file.h>
+#include <linux/slab.h>
+
+#include "tio_priv.h"
+
+/**
+ * tio_call_init() - a new call, with an empty fd queue
+ * @q: the call, on the caller's stack
+ * @nonblock: see struct tio_call
+ */
+void tio_call_init(struct tio_call *q, bool nonblock)
+{
+	q->nonblock = nonblock;
+	q->n = 0;
+	q->cap = 1;
+	q->ent = &q->one;
+}
+
+/* Room for one more entry: the first comes inline, SUBMIT doubles. */
+static int tio_call_grow(struct tio_call *q)
+{
+	struct tio_call_fd *ent;
+	unsigned int cap;
+
+	if (q->n < q->cap)
+		return 0;
+	cap = q->cap * 2;
+	ent = kvmalloc_array(cap, sizeof(*ent), GFP_KERNEL);
+	if (!ent)
+		return -ENOMEM;
+	memcpy(ent, q->ent, q->n * sizeof(*ent));
+	if (q->ent != &q->one)
+		kvfree(q->ent);
+	q->ent = ent;
+	q->cap = cap;
+	return 0;
+}
+
+/**
+ * tio_fd_reserve() - reserve an fd for @file, installed by tio_call_install_fds()
+ * @q: the call's queue
+ * @file: a referenced file; on success the queue owns the reference
+ * @cloexec: open the fd with O_CLOEXEC
+ *
+ * Return: the fd number, or -ENOMEM / -EMFILE with @file still the
+ * caller's.
+ */
+int tio_fd_reserve(struct tio_call *q, struct file *file, bool cloexec)
+{
+	int fd, ret;
+
+	ret = tio_call_grow(q);
+	if (ret)
+		return ret;
+	fd = get_unused_fd_flags(cloexec ? O_CLOEXEC : 0);
+	if (fd < 0)
+		return fd;
+	q->ent[q->n].fd = fd;
+	q->ent[q->n].file = file;
+	q->n++;
+	return fd;
+}
+
+static void tio_call_free_fds(struct tio_call *q)
+{
+	if (q->ent != &q->one)
+		kvfree(q->ent);
+	tio_call_init(q, q->nonblock);
+}
+
+/**
+ * tio_call_install_fds() - install every reserved fd: their numbers reached
+ * userspace
+ * @q: the queue, empty on return
+ */
+void tio_call_install_fds(struct tio_call *q)
+{
+	unsigned int i;
+
+	for (i = 0; i < q->n; i++)
+		fd_install(q->ent[i].fd, q->ent[i].file);
+	tio_call_free_fds(q);
+}
+
+/**
+ * tio_call_abort_fds() - give back every reserved fd and drop its file
+ * @q: the queue, empty on return
+ *
+ * For a result that could not be written back: userspace never learnt
+ * the numbers, so they must not appear in its table.
+ */
+void tio_call_abort_fds(struct tio_call *q)
+{
+	unsigned int i;
+
+	for (i = 0; i < q->n; i++) {
+		put_unused_fd(q->ent[i].fd);
+		fput(q->ent[i].file);
+	}
+	tio_call_free_fds(q);
+}

@@ -1,0 +1,672 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Timelines and their fences: dma_fence timelines with a 64-bit seqno and
+ * a read-only seqno page. Points signal strictly in seqno order: a point
+ * completes when FENCE_SIGNAL reaches it (or, for an imported point, when
+ * its dependency signals), or expires when it was seen outside the file
+ * and missed its deadline, and signals once every earlier point has
+ * signalled. Cancelling the timeline (its stream is gone) ends every
+ * unsignalled point with -ECANCELED, so no waiter or sync_file holder
+ * ever hangs. Also the fence wait helper shared by the wait commands.
+ * Locking: see tio_timeline.h.
+ */
+#include <linux/dma-fence.h>
+#include <linux/err.h>
+#include <linux/gfp.h>
+#include <linux/irq_work.h>
+#include <linux/jiffies.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/sched.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+
+#include "tio_priv.h"
+#include "tio_timeline.h"
+#include "tio_trace.h"
+
+/**
+ * struct tio_fence - one point of a timeline
+ * @base: the dma_fence; base.lock is &@tl->lock
+ * @tl: the timeline, referenced
+ * @link: in @tl->pending or @tl->errored (under lock)
+ * @status: 0 or the error the point signals with, once @ready (under lock)
+ * @ready: completed; signals once every earlier point has (under lock)
+ * @imported: completes when @dep signals (FENCE_IMPORT)
+ * @visible: seen outside the file: expires at @deadline (under lock)
+ * @deadline: jiffies by which it must have signalled, once @visible
+ * @dep: the imported fence, referenced until this fence is released
+ * @cb: callback on @dep
+ * @work: completes the point outside @dep's lock
+ */
+struct tio_fence {
+	struct dma_fence base;
+	struct tio_timeline *tl;
+	struct list_head link;
+	int status;
+	bool ready;
+	bool imported;
+	bool visible;
+	unsigned long deadline;
+	struct dma_fence *dep;
+	struct dma_fence_cb cb;
+	struct irq_work work;
+};
+
+/* Points that expired, module-wide (debugfs stats). */
+atomic64_t tio_fences_expired = ATOMIC64_INIT(0);
+
+static const char *tio_fence_driver_name(struct dma_fence *fence)
+{
+	return TIO_DRV_NAME;
+}
+
+static const char *tio_fence_timeline_name(struct dma_fence *fence)
+{
+	return container_of(fence, struct tio_fence, base)->tl->name;
+}
+
+static void tio_timeline_free(struct kref *ref)
+{
+	struct tio_timeline *tl = container_of(ref, struct tio_timeline, ref);
+
+	/* Userspace mappings hold their own page references. */
+	put_page(tl->page);
+	/* RCU readers of a fence may still look at its lock. */
+	kfree_rcu(tl, rcu);
+}
+
+/**
+ * tio_timeline_put() - drop a timeline reference
+ * @tl: the timeline; the last reference frees it (any context)
+ */
+void tio_timeline_put(struct tio_timeline *tl)
+{
+	kref_put(&tl->ref, tio_timeline_free);
+}
+
+static void tio_fence_release(struct dma_fence *fence)
+{
+	struct tio_fence *f = container_of(fence, struct tio_fence, base);
+
+	if (f->dep)
+		dma_fence_put(f->dep);
+	tio_timeline_put(f->tl);
+	dma_fence_free(fence);
+	/* Last: the ops of this fence live in this module. */
+	module_put(THIS_MODULE);
+}
+
+static const struct dma_fence_ops tio_fence_ops = {
+	.use_64bit_seqno = true,
+	.get_driver_name = tio_fence_driver_name,
+	.get_timeline_name = tio_fence_timeline_name,
+	.release = tio_fence_release,
+};
+
+/*
+ * tio_fence_alloc() - allocate a point of @tl, not yet initialised
+ * @tl: the timeline; the point takes a reference
+ *
+ * Return: the point, or NULL. Finish with tio_fence_init() or undo with
+ * tio_fence_free_unused().
+ */
+static struct tio_fence *tio_fence_alloc(struct tio_timeline *tl)
+{
+	struct tio_fence *f;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
+	if (!f)
+		return NULL;
+	kref_get(&tl->ref);
+	f->tl = tl;
+	INIT_LIST_HEAD(&f->link);
+	INIT_LIST_HEAD(&f->cb.node);
+	/* Callers hold a file (or fence) whose module reference pins us. */
+	__module_get(THIS_MODULE);
+	return f;
+}
+
+/*
+ * tio_fence_init() - make an allocated point a fence with one reference
+ * @f: from tio_fence_alloc()
+ * @seqno: its seqno on its timeline
+ *
+ * Safe under the timeline lock.
+ */
+static void tio_fence_init(struct tio_fence *f, u64 seqno)
+{
+	dma_fence_init(&f->base, &tio_fence_ops, &f->tl->lock, f->tl->context,
+		       seqno);
+}
+
+/*
+ * tio_fence_free_unused() - free a point tio_fence_init() never saw
+ * @f: from tio_fence_alloc(); its @dep, if any, is put
+ */
+static void tio_fence_free_unused(struct tio_fence *f)
+{
+	if (f->dep)
+		dma_fence_put(f->dep);
+	tio_timeline_put(f->tl);
+	kfree(f);
+	module_put(THIS_MODULE);
+}
+
+/*
+ * Signal the run of ready points at the head of @tl->pending. The seqno
+ * word is published (release order) before any of them signals, so a
+ * woken waiter, or anyone who sees the fence signalled, reads a word at
+ * least as new. Retired points that carry no error move to @retired for
+ * the caller to put outside the lock. Called with @tl->lock held.
+ */
+static void tio_timeline_advance(struct tio_timeline *tl,
+				 struct list_head *retired)
+{
+	struct tio_fence *f, *tmp;
+	u64 last = tl->signalled;
+
+	lockdep_assert_held(&tl->lock);
+	list_for_each_entry(f, &tl->pending, link) {
+		if (!f->ready)
+			break;
+		last = f->base.seqno;
+	}
+	if (last == tl->signalled)
+		return;
+	tl->signalled = last;
+	smp_wmb();	/* the caller's writes before the seqno word */
+	WRITE_ONCE(*tl->word, last);
+	list_for_each_entry_safe(f, tmp, &tl->pending, link) {
+		if (f->base.seqno > last)
+			break;
+		if (f->status)
+			dma_fence_set_error(&f->base, f->status);
+		dma_fence_signal_locked(&f->base);
+		list_move_tail(&f->link, f->status ? &tl->errored : retired);
+	}
+}
+
+static void tio_fence_put_list(struct list_head *list)
+{
+	struct tio_fence *f, *tmp;
+
+	list_for_each_entry_safe(f, tmp, list, link) {
+		list_del_init(&f->link);
+		dma_fence_put(&f->base);
+	}
+}
+
+/*
+ * Complete an imported point from its dependency: runs from irq_work (or
+ * directly when the dependency had signalled already) and consumes the
+ * reference taken for the callback.
+ */
+static void tio_fence_dep_done(struct tio_fence *f)
+{
+	struct tio_timeline *tl = f->tl;
+	int status = dma_fence_get_status(f->dep);
+	unsigned long flags;
+	LIST_HEAD(retired);
+
+	spin_lock_irqsave(&tl->lock, flags);
+	if (!tl->dead && !f->ready) {
+		f->ready = true;
+		f->status = status < 0 ? status : 0;
+		tio_timeline_advance(tl, &retired);
+	}
+	spin_unlock_irqrestore(&tl->lock, flags);
+	tio_fence_put_list(&retired);
+	dma_fence_put(&f->base);
+}
+
+static void tio_fence_dep_work(struct irq_work *work)
+{
+	tio_fence_dep_done(container_of(work, struct tio_fence, work));
+}
+
+/* Runs under the dependency's lock, maybe in irq context: defer. */
+static void tio_fence_dep_cb(struct dma_fence *dep, struct dma_fence_cb *cb)
+{
+	struct tio_fence *f = container_of(cb, struct tio_fence, cb);
+
+	irq_work_queue(&f->work);
+}
+
+/*
+ * Publish @f as the next point of @tl. Return: 0, or -EOVERFLOW when the
+ * seqno space is spent (the caller frees @f).
+ */
+static int tio_timeline_add(struct tio_timeline *tl, struct tio_fence *f,
+			    u64 *seqno)
+{
+	unsigned long flags;
+	int ret = 0;
+
+	spin_lock_irqsave(&tl->lock, flags);
+	if (tl->emitted == U64_MAX) {
+		ret = -EOVERFLOW;
+	} else {
+		*seqno = ++tl->emitted;
+		tio_fence_init(f, *seqno);
+		/* The initial reference is the pending list's. */
+		list_add_tail(&f->link, &tl->pending);
+	}
+	spin_unlock_irqrestore(&tl->lock, flags);
+	return ret;
+}
+
+/**
+ * tio_timeline_emit() - add the next point
+ * @tl: the timeline
+ * @seqno: out, the new point's seqno
+ *
+ * Return: 0, -ENOMEM or -EOVERFLOW.
+ */
+int tio_timeline_emit(struct tio_timeline *tl, u64 *seqno)
+{
+	struct tio_fence *f;
+	int ret;
+
+	f = tio_fence_alloc(tl);
+	if (!f)
+		return -ENOMEM;
+	ret = tio_timeline_add(tl, f, seqno);
+	if (ret)
+		tio_fence_free_unused(f);
+	return ret;
+}
+
+/**
+ * tio_timeline_signal() - complete every point up to a seqno
+ * @tl: the timeline
+ * @seqno: the last point to complete
+ * @error: 0 or the negative errno the points complete with
+ *
+ * Points signal in order, so a point behind an imported point that has
+ * not completed waits for it; an error also completes imported points
+ * (the way to abandon a dependency).
+ *
+ * Return: 0; -EINVAL for a seqno never emitted; -ETIMEDOUT up to a point
+ * that expired (nothing changes).
+ */
+int tio_timeline_signal(struct tio_timeline *tl, u64 seqno, int error)
+{
+	struct tio_fence *f;
+	unsigned long flags;
+	LIST_HEAD(retired);
+	int ret = 0;
+
+	spin_lock_irqsave(&tl->lock, flags);
+	if (seqno > tl->emitted) {
+		ret = -EINVAL;
+		goto unlock;
+	}
+	/* Too late: the point was given up on (as vgem answers). */
+	if (seqno && seqno <= tl->expired_upto) {
+		ret = -ETIMEDOUT;
+		goto unlock;
+	}
+	list_for_each_entry(f, &tl->pending, link) {
+		if (f->base.seqno > seqno)
+			break;
+		if (f->ready || (f->imported && !error))
+			continue;
+		f->ready = true;
+		f->status = error;
+	}
+	tio_timeline_advance(tl, &retired);
+unlock:
+	spin_unlock_irqrestore(&tl->lock, flags);
+	tio_fence_put_list(&retired);
+	return ret;
+}
+
+/*
+ * Give a point about to be seen outside the file its deadline, and make
+ * sure the expiry work runs by then. Deadlines of a timeline are handed
+ * out in time order with one bound, so an armed work is never late for a
+ * newer one. Called with @tl->lock held.
+ */
+static void tio_fence_expose_locked(struct tio_timeline *tl, struct tio_fence *f)
+{
+	unsigned long delay = msecs_to_jiffies(tl->timeout_ms);
+
+	lockdep_assert_held(&tl->lock);
+	if (f->visible || tl->dead)
+		return;
+	f->visible = true;
+	f->deadline = jiffies + delay;
+	if (tl->expire_armed)
+		return;
+	tl->expire_armed = true;
+	kref_get(&tl->ref);	/* the work's, dropped when it stops */
+	queue_delayed_work(system_wq, &tl->expire, delay);
+}
+
+/**
+ * tio_timeline_fence() - the fence of an emitted point
+ * @tl: the timeline
+ * @seqno: an emitted seqno
+ * @expose: the fence is about to be seen outside the file: a pending
+ *	    point gets its deadline (tio_fence_expose_locked())
+ *
+ * A point that signalled cleanly long ago is represented by a new,
+ * already signalled fence of the same context and seqno. May sleep.
+ *
+ * Return: a referenced fence, ERR_PTR(-EINVAL) for a seqno never emitted,
+ * or ERR_PTR(-ENOMEM).
+ */
+struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno,
+				     bool expose)
+{
+	struct dma_fence *fence = NULL;
+	struct tio_fence *f;
+	unsigned long flags;
+
+	spin_lock_irqsave(&tl->lock, flags);
+	if (!seqno || seqno > tl->emitted) {
+		fence = ERR_PTR(-EINVAL);
+	} else if (seqno > tl->signalled) {
+		/* Pending seqnos are contiguous; waits mostly ask for recent ones. */
+		list_for_each_entry_reverse(f, &tl->pending, link) {
+			if (f->base.seqno == seqno) {
+				fence = dma_fence_get(&f->base);
+				if (expose)
+					tio_fence_expose_locked(tl, f);
+				break;
+			}
+		}
+	} else {
+		list_for_each_entry_reverse(f, &tl->errored, link) {
+			if (f->base.seqno == seqno) {
+				fence = dma_fence_get(&f->base);
+				break;
+			}
+		}
+	}
+	spin_unlock_irqrestore(&tl->lock, flags);
+	if (fence)
+		return fence;
+
+	/* Retired cleanly: a fresh, signalled fence stands for the point. */
+	f = tio_fence_alloc(tl);
+	if (!f)
+		return ERR_PTR(-ENOMEM);
+	tio_fence_init(f, seqno);
+	dma_fence_signal(&f->base);
+	return &f->base;
+}
+
+/*
+ * Expire every point up to the last visible one whose deadline passed:
+ * each signals with -ETIMEDOUT (in order, so earlier points go too).
+ * Return: the points expired. Called with @tl->lock held.
+ */
+static u64 tio_timeline_expire_locked(struct tio_timeline *tl,
+				      struct list_head *retired, u64 *upto,
+				      unsigned long *next)
+{
+	unsigned long now = jiffies;
+	struct tio_fence *f;
+	u64 n = 0;
+
+	*upto = 0;
+	*next = 0;
+	list_for_each_entry(f, &tl->pending, link) {
+		if (!f->visible)
+			continue;
+		if (time_after_eq(now, f->deadline))
+			*upto = f->base.seqno;
+		else if (!*next)
+			*next = f->deadline;	/* the earliest: handed out in order */
+	}
+	if (!*upto)
+		return 0;
+	list_for_each_entry(f, &tl->pending, link) {
+		if (f->base.seqno > *upto)
+			break;
+		if (f->ready)
+			continue;
+		f->ready = true;
+		f->status = -ETIMEDOUT;
+		n++;
+	}
+	tl->expired_upto = *upto;
+	tl->nr_expired += n;
+	tio_timeline_advance(tl, retired);
+	return n;
+}
+
+/* The expiry work: see tio_fence_expose_locked(). */
+static void tio_timeline_expire(struct work_struct *work)
+{
+	struct tio_timeline *tl = container_of(to_delayed_work(work),
+					       struct tio_timeline, expire);
+	unsigned long flags, next = 0;
+	bool again = false;
+	LIST_HEAD(retired);
+	u64 n = 0, upto = 0;
+
+	spin_lock_irqsave(&tl->lock, flags);
+	tl->expire_armed = false;
+	if (!tl->dead) {
+		n = tio_timeline_expire_locked(tl, &retired, &upto, &next);
+		if (next) {
+			/* Keeps the reference this run had. */
+			tl->expire_armed = true;
+			again = true;
+			queue_delayed_work(system_wq, &tl->expire,
+					   time_after(next, jiffies) ? next - jiffies : 0);
+		}
+	}
+	spin_unlock_irqrestore(&tl->lock, flags);
+	tio_fence_put_list(&retired);
+	if (n) {
+		atomic64_add(n, &tio_fences_expired);
+		trace_tio_fence_expire(tl->context, upto, n, tl->timeout_ms);
+	}
+	if (!again)
+		tio_timeline_put(tl);
+}
+
+/**
+ * tio_timeline_cancel() - the stream is gone: end every point
+ * @tl: the timeline; no other user of it runs (the stream had no
+ *	references left, dependency work sees @dead)
+ *
+ * Every unsignalled point signals with -ECANCELED (a point that already
+ * carries an error keeps it), the seqno word is published and the list
+ * references dropped. Stops the expiry work. May sleep.
+ */
+void tio_timeline_cancel(struct tio_timeline *tl)
+{
+	struct tio_fence *f;
+	unsigned long flags;
+	LIST_HEAD(pending);
+	LIST_HEAD(errored);
+
+	spin_lock_irqsave(&tl->lock, flags);
+	tl->dead = true;
+	list_splice_init(&tl->pending, &pending);
+	spin_unlock_irqrestore(&tl->lock, flags);
+
+	/*
+	 * Nothing arms the expiry work once @dead is set; a run that sees
+	 * @dead drops its own reference, a queued one is ours to drop.
+	 */
+	if (cancel_delayed_work_sync(&tl->expire))
+		tio_timeline_put(tl);
+
+	/*
+	 * Unhook dependency callbacks outside our lock: a dependency may be a
+	 * point of this very timeline. A callback that already ran leaves its
+	 * reference to the irq_work, which sees @dead and only drops it.
+	 */
+	list_for_each_entry(f, &pending, link) {
+		/* Never the last reference: the list holds one. */
+		if (f->imported && dma_fence_remove_callback(f->dep, &f->cb))
+			dma_fence_put(&f->base);
+	}
+
+	spin_lock_irqsave(&tl->lock, flags);
+	if (!list_empty(&pending)) {
+		tl->signalled = tl->emitted;
+		smp_wmb();	/* as in tio_timeline_advance() */
+		WRITE_ONCE(*tl->word, tl->emitted);
+	}
+	list_for_each_entry(f, &pending, link) {
+		dma_fence_set_error(&f->base, f->status ?: -ECANCELED);
+		dma_fence_signal_locked(&f->base);
+	}
+	list_splice_init(&tl->errored, &errored);
+	spin_unlock_irqrestore(&tl->lock, flags);
+
+	tio_fence_put_list(&pending);
+	tio_fence_put_list(&errored);
+}
+
+/**
+ * tio_timeline_create() - a new timeline with one reference
+ * @timeout_ms: the bound on points seen outside the file
+ *
+ * Return: the timeline, or NULL.
+ */
+struct tio_timeline *tio_timeline_create(u32 timeout_ms)
+{
+	struct tio_timeline *tl;
+
+	tl = kzalloc(sizeof(*tl), GFP_KERNEL_ACCOUNT);
+	if (!tl)
+		return NULL;
+	tl->page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	if (!tl->page) {
+		kfree(tl);
+		return NULL;
+	}
+	tl->word = page_address(tl->page);
+	kref_init(&tl->ref);
+	spin_lock_init(&tl->lock);
+	tl->context = dma_fence_context_alloc(1);
+	tl->timeout_ms = timeout_ms;
+	INIT_DELAYED_WORK(&tl->expire, tio_timeline_expire);
+	INIT_LIST_HEAD(&tl->pending);
+	INIT_LIST_HEAD(&tl->errored);
+	snprintf(tl->name, sizeof(tl->name), "stream-%d", task_tgid_nr(current));
+	return tl;
+}
+
+/**
+ * tio_timeline_import() - add a point that waits for a foreign fence
+ * @tl: the timeline
+ * @dep: the fence to wait for; its reference is consumed in every case
+ * @seqno: out, the new point
+ *
+ * The point completes with @dep's error when @dep signals, and signals
+ * once every earlier point of the timeline has. The caller holds the
+ * stream, so the timeline cannot be cancelled meanwhile.
+ *
+ * Return: 0, -ENOMEM or -EOVERFLOW.
+ */
+int tio_timeline_import(struct tio_timeline *tl, struct dma_fence *dep,
+			u64 *seqno)
+{
+	struct tio_fence *f;
+	int ret;
+
+	f = tio_fence_alloc(tl);
+	if (!f) {
+		dma_fence_put(dep);
+		return -ENOMEM;
+	}
+	f->imported = true;
+	f->dep = dep;	/* put by the fence's release from here on */
+	init_irq_work(&f->work, tio_fence_dep_work);
+	ret = tio_timeline_add(tl, f, seqno);
+	if (ret) {
+		tio_fence_free_unused(f);
+		return ret;
+	}
+	/* The callback's reference. */
+	dma_fence_get(&f->base);
+	if (dma_fence_add_callback(dep, &f->cb, tio_fence_dep_cb))
+		tio_fence_dep_done(f);	/* already signalled */
+	return 0;
+}
+
+/**
+ * tio_timeline_show() - one debugfs line of a timeline's state
+ * @tl: the timeline
+ * @m: the seq_file
+ */
+void tio_timeline_show(struct tio_timeline *tl, struct seq_file *m)
+{
+	u64 context, emitted, signalled, expired;
+	unsigned long flags;
+
+	spin_lock_irqsave(&tl->lock, flags);
+	context = tl->context;
+	emitted = tl->emitted;
+	signalled = tl->signalled;
+	expired = tl->nr_expired;
+	spin_unlock_irqrestore(&tl->lock, flags);
+	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu timeout_ms=%u expired=%llu\n",
+		   context, emitted, signalled, emitted - signalled, tl->timeout_ms,
+		   expired);
+}
+
+/**
+ * tio_timeout_jiffies() - convert a uapi timeout to a schedule timeout
+ * @flags: TIO_WAIT_F_ABSOLUTE or zero
+ * @timeout_ns: relative nanoseconds, or CLOCK_MONOTONIC nanoseconds with
+ *		TIO_WAIT_F_ABSOLUTE; negative means forever
+ *
+ * A deadline is rounded up to the next jiffy, so that a wait never ends
+ * early.
+ *
+ * Return: 0 to poll (a zero or elapsed timeout), MAX_SCHEDULE_TIMEOUT, or
+ * a jiffies count.
+ */
+long tio_timeout_jiffies(u32 flags, s64 timeout_ns)
+{
+	u64 ns, j;
+
+	if (timeout_ns < 0)
+		return MAX_SCHEDULE_TIMEOUT;
+	ns = timeout_ns;
+	if (flags & TIO_WAIT_F_ABSOLUTE) {
+		u64 now = ktime_get_ns();
+
+		ns = ns > now ? ns - now : 0;
+	}
+	if (!ns)
+		return 0;
+	j = nsecs_to_jiffies64(ns) + 1;
+	return min_t(u64, j, MAX_SCHEDULE_TIMEOUT - 1);
+}
+
+/**
+ * tio_fence_wait() - wait for a fence with a uapi timeout
+ * @fence: the fence
+ * @flags: TIO_WAIT_F_ABSOLUTE or zero
+ * @timeout_ns: as for tio_timeout_jiffies(); zero only polls
+ *
+ * Interruptible. The synchronous half of waiting: the io_uring path parks
+ * a command with dma_fence_add_callback() on the same fence instead.
+ *
+ * Return: 0 once @fence has signalled (read its error for the outcome),
+ * -ETIME when the timeout passed first, -ERESTARTSYS on a signal.
+ */
+int tio_fence_wait(struct dma_fence *fence, u32 flags, s64 timeout_ns)
+{
+	long timeout = tio_timeout_jiffies(flags, timeout_ns);
+	long ret;
+
+	if (!timeout)
+		return dma_fence_is_signaled(fence) ? 0 : -ETIME;
+	ret = dma_fence_wait_timeout(fence, true, timeout);
+	if (ret < 0)
+		return ret;
+	return ret ? 0 : -ETIME;
+}

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The pinned-memory cache (tensorio/pinned.h). A cached buffer is an
+ * anonymous mapping pinned as user memory (BUF_PIN_USER, both backends),
+ * kept with its backend handle when its tio.Buffer object dies.
+ *
+ * Locking: pc.lock guards the free lists and the counters. A fence poll
+ * (BUF_WAIT, timeout 0) runs under it; the backend never calls back into
+ * the cache, so the order is always pc.lock -> backend.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <tensorio/pinned.h>
+
+#include "dev/pin_internal.h"
+
+#define PC_SUB 32			/* classes per doubling above 1 MiB */
+#define PC_NCLASS (65 * PC_SUB)
+
+struct pc_entry {
+	struct pc_entry *next;
+	struct tio_ctx *ctx;
+	uint32_t handle;
+	uint64_t mmap_offset;
+	void *addr;
+	size_t size;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_once_t once;
+	int enabled;
+	uint64_t limit;
+	struct tio_pinned_stats st;
+	struct pc_entry *free[PC_NCLASS];
+} pc = { .lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
+
+static void pc_setup(void)
+{
+	const char *e = getenv("TIO_PINNED_CACHE");
+	const char *l = getenv("TIO_PINNED_CACHE_LIMIT");
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	pc.enabled = !(e && !strcmp(e, "0"));
+	pc.limit = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : 1ULL << 30;
+	if (l && *l)
+		pc.limit = strtoull(l, NULL, 0);
+}
+
+/* The size class of @size and its free-list index. */
+static size_t pc_class(size_t size, size_t page, unsigned int *idx)
+{
+	unsigned int lg;
+	size_t step, c;
+
+	if (size <= page)
+		size = page;
+	lg = 64 - (unsigned int)__builtin_clzll((unsigned long long)size - 1);
+	if (lg <= 20) {
+		*idx = lg * PC_SUB;
+		return (size_t)1 << lg;
+	}
+	step = ((size_t)1 << lg) / (2 * PC_SUB);
+	c = (size + step - 1) / step * step;
+	*idx = lg * PC_SUB + (unsigned int)(c / step - PC_SUB - 1);
+	return c;
+}
+
+static void pc_free_entry(struct tio_ctx *ctx, uint32_t handle, void *addr, size_t size)
+{
+	struct tio_handle_op op = { .handle = handle };
+
+	ctx->ops->exec(ctx, tio_cmds[TIO_CMD_BUF_FREE].op, &op);
+	munmap(addr, size);
+}
+
+/* Free cached entries (all of @ctx's, or everything above the limit). */
+static void pc_trim_locked(struct tio_ctx *only, uint64_t keep)
+{
+	struct pc_entry **pp, *e;
+	unsigned int i;
+
+	for (i = 0; i < PC_NCLASS && pc.st.bytes_cached > keep; i++) {
+		pp = &pc.free[PC_NCLASS - 1 - i];	/* largest first */
+		while ((e = *pp) && pc.st.bytes_cached > keep) {
+			if (only && e->ctx != only) {
+				pp = &e->next;
+				continue;
+			}
+			*pp = e->next;
+			pc.st.bytes_cached -= e->size;
+			pc.st.buffers_cached--;
+			pc_free_entry(e->ctx, e->handle, e->addr, e->size);
+			free(e);
+		}
+	}
+}
+
+/* The last reference of a cache buffer is gone: keep it or free it. */
+static void pc_recycle(void *obj)
+{
+	struct tio_buffer *buf = obj;
+	struct tio_buf_desc d = { .handle = (uint32_t)buf->handle, .flags = TIO_DESC_CLEAR };
+	struct pc_entry *e = NULL;
+	size_t size = (size_t)buf->size;
+	unsigned int idx;
+
+	pthread_mutex_lock(&pc.lock);
+	pc.st.bytes_in_use -= size;
+	if (pc.enabled && pc.st.bytes_cached + size <= pc.limit &&
+	    !buf->ctx->ops->exec(buf->ctx, tio_cmds[TIO_CMD_BUF_SET_DESC].op, &d))
+		e = malloc(sizeof(*e));
+	if (e) {
+		e->ctx = buf->ctx;
+		e->handle = (uint32_t)buf->handle;
+		e->mmap_offset = buf->mmap_offset;
+		e->addr = buf->data;
+		e->size = size;
+		pc_class(size, buf->ctx->page_size, &idx);
+		e->next = pc.free[idx];
+		pc.free[idx] = e;
+		pc.st.bytes_cached += size;
+		pc.st.buffers_cached++;
+	}
+	pthread_mutex_unlock(&pc.lock);
+	if (!e)
+		pc_free_entry(buf->ctx, (uint32_t)buf->handle, buf->data, size);
+}
+
+static int pc_wrap(struct tio_ctx *ctx, uint32_t handle, uint64_t mmap_offset,
+		   void *addr, size_t size, tio_buffer_t **out)
+{
+	if (tio_buffer_wrap(ctx, handle, TIO_BUF_KIND_USER, size, mmap_offset, addr, out)) {
+		munmap(addr, size);	/* the wrap freed the handle */
+		return -1;
+	}
+	(*out)->recycle = pc_recycle;
+	pthread_mutex_lock(&pc.lock);
+	pc.st.bytes_in_use += size;
+	pthread_mutex_unlock(&pc.lock);
+	return 0;
+}
+
+/* A cached buffer of class @idx whose fences have all signalled, or NULL. */
+static struct pc_entry *pc_take(struct tio_ctx *ctx, unsigned int idx)
+{
+	struct pc_entry **pp = &pc.free[idx], *e;
+
+	for (; (e = *pp); pp = &e->next) {
+		struct tio_buf_wait w = { .handle = e->handle, .timeout_ns = 0 };
+
+		if (e->ctx != ctx || ctx->ops->exec(ctx, tio_cmds[TIO_CMD_BUF_WAIT].op, &w))
+			continue;	/* another context's, or a fence pending */
+		*pp = e->next;
+		pc.st.bytes_cached -= e->size;
+		pc.st.buffers_cached--;
+		pc.st.hits++;
+		return e;
+	}
+	pc.st.misses++;
+	return NULL;
+}
+
+int tio_pinned_get(size_t size, struct tio_pinned_mem *m)
+{
+	struct tio_ctx *ctx = tio_ctx_get();
+	struct pc_entry *e = NULL;
+	unsigned int idx;
+	size_t csize;
+	void *p;
+
+	memset(m, 0, sizeof(*m));
+	if (!ctx)
+		return -1;
+	if (!size)
+		return tio_raise_errno(EINVAL, "pinned allocation of 0 bytes");
+	if (size > ctx->info.max_buf_size)
+		return tio_raise_errno(E2BIG, "pinned allocation of %zu bytes: above the "
+				       "backend's largest buffer (%llu)", size,
+				       (unsigned long long)ctx->info.max_buf_size);
+	pthread_once(&pc.once, pc_setup);
+	csize = pc_class(size, ctx->page_size, &idx);
+	pthread_mutex_lock(&pc.lock);
+	if (pc.enabled)
+		e = pc_take(ctx, idx);
+	else
+		pc.st.misses++;
+	pthread_mutex_unlock(&pc.lock);
+	if (e) {
+		m->addr = e->addr;
+		m->size = e->size;
+		p = e->addr;
+		idx = e->handle;
+		csize = e->size;
+		size = (size_t)e->mmap_offset;
+		free(e);
+		if (pc_wrap(ctx, idx, size, p, csize, &m->buf))
+			return -1;
+		return 0;
+	}
+	p = mmap(NULL, csize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return tio_raise_errno(ENOMEM, "pinned allocation of %zu bytes: mapping", csize);
+	m->addr = p;
+	m->size = csize;
+	m->lazy = 1;
+	return 0;
+}
+
+static int pc_pin(struct tio_ctx *ctx, struct tio_pinned_mem *m)
+{
+	struct tio_buf_pin a;
+	int ret, retried = 0;
+
+again:
+	memset(&a, 0, sizeof(a));
+	a.addr = (uintptr_t)m->addr;
+	a.size = m->size;
+	ret = ctx->ops->exec(ctx, tio_cmds[TIO_CMD_BUF_PIN_USER].op, &a);
+	if (ret == -ENOMEM && !retried) {
+		/* Cached memory counts against RLIMIT_MEMLOCK: give it back. */
+		retried = 1;
+		tio_pinned_trim();
+		goto again;
+	}
+	if (ret)
+		return tio_raise_errno(-ret, "pinning %zu bytes%s", m->size,
+				       ret == -ENOMEM ? " (RLIMIT_MEMLOCK or the "
+				       "driver's pinned-memory cap)" : "");
+	return pc_wrap(ctx, a.handle, a.mmap_offset, m->addr, m->size, &m->buf);
+}
+
+int tio_pinned_finish(struct tio_pinned_mem *m)
+{
+	struct tio_ctx *ctx = tio_ctx_get();
+
+	if (!ctx)
+		return -1;
+	if (m->buf)
+		return 0;
+	if (pc_pin(ctx, m)) {
+		munmap(m->addr, m->size);
+		m->addr = NULL;
+		return -1;
+	}
+	m->lazy = 0;
+	return 0;
+}
+
+void tio_pinned_abort(struct tio_pinned_mem *m)
+{
+	if (m->buf)
+		tio_buffer_decref(m->buf);
+	else if (m->addr)
+		munmap(m->addr, m->size);
+	memset(m, 0, sizeof(*m));
+}
+
+int tio_pinned_alloc(size_t size, tio_buffer_t **out)
+{
+	struct tio_pinned_mem m;
+
+	if (!out)
+		return tio_raise_errno(EINVAL, "tio_pinned_alloc: NULL out");
+	if (tio_pinned_get(size, &m))
+		return -1;
+	if (m.lazy && madvise(m.addr, m.size, MADV_POPULATE_WRITE) && errno != EINVAL) {
+		tio_pinned_abort(&m);
+		return tio_raise_errno(ENOMEM, "pinned allocation of %zu bytes: populating",
+				       size);
+	}
+	if (tio_pinned_finish(&m))
+		return -1;
+	*out = m.buf;
+	tio_set_errno(0);
+	return 0;
+}
+
+void tio_pinned_stats(struct tio_pinned_stats *st)
+{
+	pthread_once(&pc.once, pc_setup);
+	pthread_mutex_lock(&pc.lock);
+	*st = pc.st;
+	st->limit = pc.limit;
+	st->enabled = pc.enabled;
+	pthread_mutex_unlock(&pc.lock);
+}
+
+void tio_pinned_set_limit(uint64_t bytes)
+{
+	pthread_once(&pc.once, pc_setup);
+	pthread_mutex_lock(&pc.lock);
+	pc.limit = bytes;
+	pc_trim_locked(NULL, bytes);
+	pthread_mutex_unlock(&pc.lock);
+}
+
+void tio_pinned_trim(void)
+{
+	pthread_mutex_lock(&pc.lock);
+	pc_trim_locked(NULL, 0);
+	pthread_mutex_unlock(&pc.lock);
+}
+
+void tio_pinned_trim_ctx(struct tio_ctx *ctx)
+{
+	pthread_mutex_lock(&pc.lock);
+	pc_trim_locked(ctx, 0);
+	pthread_mutex_unlock(&pc.lock);
+}

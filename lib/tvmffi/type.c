@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * TVM FFI type entry points: key to index, allocation, and the
+ * TVMFFITypeInfo of a type, built from libtensorio's registry the first
+ * time it is asked for and kept for the process (rebuilt when fields or
+ * methods were added since; an old info is never freed, as callers may
+ * hold it).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "compat.h"
+
+#define TABLE_SIZE 4096		/* libtensorio's type table */
+
+static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
+static TVMFFITypeInfo *infos[TABLE_SIZE];	/* written under info_lock */
+
+int TVMFFITypeKeyToIndex(const TVMFFIByteArray *type_key, int32_t *out_tindex)
+{
+	struct cname c;
+	int r;
+
+	if (!out_tindex)
+		return tio_error_raise("ValueError", "NULL output");
+	if (tvmffi__cname(&c, type_key))
+		return -1;
+	r = tio_type_key_to_index(c.s, out_tindex);
+	tvmffi__cname_free(&c);
+	return r;
+}
+
+/*
+ * Static indices cannot be chosen through libtensorio's API: a static
+ * type is accepted when it is already registered at that index (all of
+ * TVM FFI's are). Errors are raised and -1 returned.
+ */
+int32_t TVMFFITypeGetOrAllocIndex(const TVMFFIByteArray *type_key, int32_t static_type_index,
+				  int32_t type_depth, int32_t num_child_slots,
+				  int32_t child_slots_can_overflow, int32_t parent_type_index)
+{
+	struct cname c;
+	int32_t index = -1;
+	int r;
+
+	(void)type_depth;
+	(void)num_child_slots;
+	(void)child_slots_can_overflow;
+	if (tvmffi__cname(&c, type_key))
+		return -1;
+	if (parent_type_index == -2) {
+		if (tio_type_key_to_index(c.s, &index)) {
+			tio_error_clear();
+			index = -2;
+		}
+	} else if (static_type_index >= 0) {
+		r = tio_type_key_to_index(c.s, &index);
+		if (!r && index != static_type_index)
+			r = tio_error_raise("ValueError", "type '%s' has index %d, not %d", c.s,
+					    index, static_type_index);
+		if (r)
+			index = -1;
+	} else if (tio_type_register(c.s, parent_type_index < 0 ? TIO_TYPE_OBJECT :
+				     parent_type_index, &index)) {
+		index = -1;
+	}
+	tvmffi__cname_free(&c);
+	return index;
+}
+
+static TVMFFIByteArray text(const char *s)
+{
+	TVMFFIByteArray b = { s ? s : "", s ? strlen(s) : 0 };
+
+	return b;
+}
+
+static void fill_field(TVMFFIFieldInfo *d, const tio_field_info_t *f)
+{
+	memset(d, 0, sizeof(*d));
+	d->name = text(f->name);
+	d->doc = text(f->doc);
+	d->metadata = text(NULL);
+	d->flags = (f->flags & TIO_FIELD_WRITABLE) ? kTVMFFIFieldFlagBitMaskWritable : 0;
+	d->size = f->size;
+	d->alignment = f->size;
+	d->offset = f->offset;
+	d->getter = (TVMFFIFieldGetter)f->getter;
+	d->setter = (void *)f->setter;
+	d->field_static_type_index = f->field_type_index;
+}
+
+static void fill_method(TVMFFIMethodInfo *d, const tio_method_info_t *m)
+{
+	memset(d, 0, sizeof(*d));
+	d->name = text(m->name);
+	d->doc = text(m->doc);
+	d->metadata = text(NULL);
+	d->flags = (m->flags & TIO_METHOD_STATIC) ? kTVMFFIFieldFlagBitMaskIsStaticMethod : 0;
+	d->method.type_index = kTVMFFIFunction;
+	d->method.v_obj = (TVMFFIObject *)m->func;
+}
+
+static const TVMFFITypeInfo *info_locked(int32_t index);
+
+/*
+ * Under info_lock. One allocation: the info it replaces (kept reachable,
+ * never freed), the info, ancestors, fields, methods.
+ */
+static TVMFFITypeInfo *build(const tio_type_info_t *t, TVMFFITypeInfo *old)
+{
+	size_t size = sizeof(void *) + sizeof(TVMFFITypeInfo) + sizeof(void *) * (size_t)t->type_depth +
+		      sizeof(TVMFFIFieldInfo) * (size_t)t->num_fields +
+		      sizeof(TVMFFIMethodInfo) * (size_t)t->num_methods;
+	const TVMFFITypeInfo **anc;
+	TVMFFIFieldInfo *fields;
+	TVMFFIMethodInfo *methods;
+	TVMFFITypeInfo *d;
+	void **block;
+	int32_t i;
+
+	block = calloc(1, size);
+	if (!block)
+		return NULL;
+	block[0] = old;
+	d = (TVMFFITypeInfo *)(block + 1);
+	anc = (const TVMFFITypeInfo **)(d + 1);
+	fields = (TVMFFIFieldInfo *)(anc + t->type_depth);
+	methods = (TVMFFIMethodInfo *)(fields + t->num_fields);
+	d->type_index = t->type_index;
+	d->type_depth = t->type_depth;
+	d->type_key = text(t->type_key);
+	d->type_key_hash = 0xcbf29ce484222325ull;
+	for (i = 0; i < (int32_t)d->type_key.size; i++)
+		d->type_key_hash = (d->type_key_hash ^ (unsigned char)t->type_key[i]) *
+				   0x100000001b3ull;
+	for (i = 0; i < t->type_depth; i++) {
+		anc[i] = info_locked(t->ancestors[i]);
+		if (!anc[i]) {
+			free(block);
+			return NULL;
+		}
+	}
+	for (i = 0; i < t->num_fields; i++)
+		fill_field(&fields[i], &t->fields[i]);
+	for (i = 0; i < t->num_methods; i++)
+		fill_method(&methods[i], &t->methods[i]);
+	d->type_ancestors = anc;
+	d->num_fields = t->num_fields;
+	d->num_methods = t->num_methods;
+	d->fields = fields;
+	d->methods = methods;
+	d->metadata = NULL;
+	return d;
+}
+
+static const TVMFFITypeInfo *info_locked(int32_t index)
+{
+	const tio_type_info_t *t = tio_type_info(index);
+	TVMFFITypeInfo *d;
+
+	if (!t || index < 0 || index >= TABLE_SIZE)
+		return NULL;
+	d = infos[index];
+	if (d && d->num_fields == t->num_fields && d->num_methods == t->num_methods)
+		return d;
+	/* The old one stays allocated: a caller may still read it. */
+	d = build(t, d);
+	if (d)
+		__atomic_store_n(&infos[index], d, __ATOMIC_RELEASE);
+	return d;
+}
+
+const TVMFFITypeInfo *TVMFFIGetTypeInfo(int32_t type_index)
+{
+	const tio_type_info_t *t = tio_type_info(type_index);
+	const TVMFFITypeInfo *d;
+
+	if (!t || type_index < 0 || type_index >= TABLE_SIZE)
+		return NULL;
+	d = __atomic_load_n(&infos[type_index], __ATOMIC_ACQUIRE);
+	if (d && d->num_fields == t->num_fields && d->num_methods == t->num_methods)
+		return d;
+	pthread_mutex_lock(&info_lock);
+	d = info_locked(type_index);
+	pthread_mutex_unlock(&info_lock);
+	return d;
+}

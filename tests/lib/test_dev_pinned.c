@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The pinned-memory cache: repeated allocations hit, a buffer whose fence
+ * is pending is not handed out until it signals, the limit and trim free
+ * what is cached, and nothing is left when trimmed.
+ */
+#include <stdlib.h>
+
+#include <tensorio/pinned.h>
+#include <tensorio/stream.h>
+
+#include "kselftest_harness.h"
+#include "dev_test.h"
+
+DEV_FIXTURE(pin)
+
+TEST_F(pin, repeated_allocations_hit)
+{
+	struct tio_pinned_stats a, b;
+	tio_buffer_t *buf;
+	void *first;
+	int i;
+
+	tio_pinned_trim();
+	tio_pinned_stats(&a);
+	ASSERT_EQ(1, a.enabled);
+	ASSERT_OK(tio_pinned_alloc(1000, &buf));
+	EXPECT_EQ(4096, tio_buffer_size(buf));
+	first = tio_buffer_data(buf);
+	memset(first, 1, 1000);
+	tio_buffer_decref(buf);
+	for (i = 0; i < 100; i++) {
+		ASSERT_OK(tio_pinned_alloc(1 << 10, &buf));
+		EXPECT_EQ(first, tio_buffer_data(buf));
+		tio_buffer_decref(buf);
+	}
+	tio_pinned_stats(&b);
+	EXPECT_EQ(a.misses + 1, b.misses);
+	EXPECT_EQ(a.hits + 100, b.hits);
+	EXPECT_EQ(4096, b.bytes_cached - a.bytes_cached);
+	EXPECT_EQ(0, b.bytes_in_use);
+	/* Size classes: 1 MiB + 1 takes the 1 MiB + 32 KiB class. */
+	ASSERT_OK(tio_pinned_alloc((1 << 20) + 1, &buf));
+	EXPECT_EQ((1 << 20) + (32 << 10), tio_buffer_size(buf));
+	tio_pinned_stats(&b);
+	EXPECT_EQ((1 << 20) + (32 << 10), b.bytes_in_use);
+	tio_buffer_decref(buf);
+	tio_pinned_trim();
+	tio_pinned_stats(&b);
+	EXPECT_EQ(0, b.bytes_cached);
+	EXPECT_EQ(0, b.buffers_cached);
+}
+
+TEST_F(pin, reuse_only_after_the_fence_signals)
+{
+	tio_buffer_t *a, *b, *c;
+	tio_stream_t *s;
+	uint64_t seq;
+	void *pa;
+
+	tio_pinned_trim();
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(tio_pinned_alloc(8192, &a));
+	pa = tio_buffer_data(a);
+	ASSERT_OK(tio_fence_emit(s, &seq));
+	ASSERT_OK(tio_buffer_attach_fence(a, s, seq, TIO_RESV_F_WRITE));
+	tio_buffer_decref(a);		/* cached, its fence pending */
+	ASSERT_OK(tio_pinned_alloc(8192, &b));
+	EXPECT_NE(pa, tio_buffer_data(b));	/* not reused while pending */
+	ASSERT_OK(tio_fence_signal(s, seq, 0));
+	ASSERT_OK(tio_pinned_alloc(8192, &c));
+	EXPECT_EQ(pa, tio_buffer_data(c));	/* reused once signalled */
+	tio_buffer_decref(b);
+	tio_buffer_decref(c);
+	tio_stream_decref(s);
+	tio_pinned_trim();
+}
+
+TEST_F(pin, limit_and_bad_sizes)
+{
+	struct tio_pinned_stats st;
+	tio_buffer_t *a, *b;
+
+	tio_pinned_trim();
+	tio_pinned_stats(&st);
+	ASSERT_OK(tio_pinned_alloc(4096, &a));
+	ASSERT_OK(tio_pinned_alloc(65536, &b));
+	tio_pinned_set_limit(8192);
+	tio_buffer_decref(b);		/* over the limit: freed */
+	tio_buffer_decref(a);		/* kept */
+	tio_pinned_stats(&st);
+	EXPECT_EQ(4096, st.bytes_cached);
+	tio_pinned_set_limit(0);	/* frees what is cached */
+	tio_pinned_stats(&st);
+	EXPECT_EQ(0, st.bytes_cached);
+	tio_pinned_set_limit(1ULL << 30);
+	ASSERT_EQ(-1, tio_pinned_alloc(0, &a));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	ASSERT_EQ(-1, tio_pinned_alloc((size_t)1 << 62, &a));
+	ASSERT_DEV_MSG(E2BIG, "largest buffer");
+}
+
+TEST_HARNESS_MAIN

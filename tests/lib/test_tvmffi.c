@@ -1,0 +1,626 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * TVM FFI compatibility: layouts read at the TVM FFI offsets (tvmffi_abi.h,
+ * written from the public ABI), a module built the TVM way (fixture_tvm.c,
+ * linked with -ltvm_ffi) raising and catching across both APIs, Tensors
+ * with strides both ways, _hidden functions, the library context and the
+ * embedded import tree, and every entry point of libtensorio-tvmffi with
+ * good and bad arguments.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "ffi_test.h"
+#include "kselftest_harness.h"
+#include "tvmffi_abi.h"
+
+#define FIX_TVM FIXTURE_DIR "/fixture_tvm.so"
+#define FIX_BIN(n) FIXTURE_DIR "/fixture_tvm_bin" #n ".so"
+
+static TVMFFIByteArray ba(const char *s)
+{
+	TVMFFIByteArray b = { s, strlen(s) };
+
+	return b;
+}
+
+static const TVMFFIErrorCell *cell_of(void *err)
+{
+	return (const TVMFFIErrorCell *)((TVMFFIObject *)err + 1);
+}
+
+TEST(layouts)
+{
+	EXPECT_EQ(16, sizeof(TVMFFIAny));
+	EXPECT_EQ(24, sizeof(TVMFFIObject));
+	EXPECT_EQ(72, sizeof(TVMFFIErrorCell));
+	EXPECT_EQ(sizeof(TVMFFIObject) + sizeof(TVMFFIErrorCell), sizeof(tio_error_obj_t));
+	EXPECT_EQ(24 + offsetof(TVMFFIErrorCell, cause_chain),
+		  offsetof(tio_error_obj_t, cell.cause_chain));
+	EXPECT_EQ(80, offsetof(tio_error_obj_t, cell.cause_chain));
+	EXPECT_EQ(88, offsetof(tio_error_obj_t, cell.extra_context));
+	EXPECT_EQ(24 + offsetof(TVMFFISeqCell, data_deleter),
+		  offsetof(tio_array_obj_t, data_deleter));
+	EXPECT_EQ(24 + offsetof(TVMFFIFunctionCell, cpp_call), offsetof(tio_func_obj_t, cpp_call));
+	EXPECT_EQ(24, offsetof(tio_tensor_obj_t, dl));
+	EXPECT_EQ(kTVMFFIOpaquePyObject, TIO_TYPE_OPAQUE_PY_OBJECT);
+	EXPECT_EQ(kTVMFFIList, TIO_TYPE_LIST);
+	EXPECT_EQ(kTVMFFIDict, TIO_TYPE_DICT);
+	EXPECT_EQ(kTVMFFIVisitInterrupt, TIO_TYPE_VISIT_INTERRUPT);
+	EXPECT_EQ(kTVMFFIStaticObjectEnd, TIO_TYPE_STATIC_OBJECT_END);
+	EXPECT_STREQ("ffi.OpaquePyObject", tio_type_info(74)->type_key);
+	EXPECT_STREQ("ffi.List", tio_type_info(75)->type_key);
+	EXPECT_STREQ("ffi.Dict", tio_type_info(76)->type_key);
+	EXPECT_STREQ("ffi.VisitInterrupt", tio_type_info(77)->type_key);
+}
+
+/* An Error raised by tio_, read field by field at the TVM FFI offsets. */
+TEST(error_fields)
+{
+	tio_object_t *e, *ctx;
+	const TVMFFIErrorCell *c;
+	tio_byte_array_t k = { "KeyError", 8 }, m = { "no such key", 11 };
+	tio_any_t s;
+
+	tio_error_raise("OSError", "the cause");
+	tio_error_raise_chained("ValueError", "bad value %d", 3);
+	e = tio_error_move_from_raised();
+	ASSERT_NE(NULL, e);
+	c = cell_of(e);
+	EXPECT_EQ(10, c->kind.size);
+	EXPECT_EQ(0, memcmp(c->kind.data, "ValueError", 10));
+	EXPECT_EQ(11, c->message.size);
+	EXPECT_EQ(0, memcmp(c->message.data, "bad value 3", 11));
+	EXPECT_NE(NULL, c->update_backtrace);
+	ASSERT_NE(NULL, c->cause_chain);
+	EXPECT_EQ(tio_error_cause(e), c->cause_chain);
+	EXPECT_EQ(0, memcmp(cell_of(c->cause_chain)->kind.data, "OSError", 7));
+	EXPECT_EQ(NULL, c->extra_context);
+	tio_object_decref(e);
+
+	ASSERT_EQ(0, tio_str_new("some context of forty bytes or so ......", 40, &s));
+	ctx = s.v_obj;
+	ASSERT_EQ(0, tio_error_create(&k, &m, NULL, NULL, ctx, &e));
+	EXPECT_EQ(2, tio_object_strong_count(ctx));
+	EXPECT_EQ(ctx, cell_of(e)->extra_context);
+	EXPECT_EQ(ctx, tio_error_extra_context(e));
+	EXPECT_STREQ("KeyError", tio_error_kind(e));
+	EXPECT_STREQ("no such key", tio_error_message(e));
+	EXPECT_STREQ("", tio_error_backtrace(e));
+	tio_object_decref(e);
+	EXPECT_EQ(1, tio_object_strong_count(ctx));
+	tio_object_decref(ctx);
+	EXPECT_EQ(-1, tio_error_create(NULL, &m, NULL, NULL, NULL, &e));
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+	ASSERT_NO_LEAKS();
+}
+
+static int call_named(tio_object_t *m, const char *name, const tio_any_t *args, int32_t n,
+		      tio_any_t *ret)
+{
+	tio_object_t *f;
+	int r;
+
+	*ret = tio_any_none();
+	if (tio_module_get_function(m, name, &f) || !f)
+		return -2;
+	r = tio_func_call(f, args, n, ret);
+	tio_object_decref(f);
+	return r;
+}
+
+/* Raised with TVMFFIErrorSetRaisedFromCStr, caught by tio_. */
+TEST(raise_tvm_catch_tio)
+{
+	tio_object_t *m;
+	tio_any_t ret;
+
+	ASSERT_EQ(0, tio_module_load(FIX_TVM, &m));
+	EXPECT_EQ(-1, call_named(m, "raise", NULL, 0, &ret));
+	ASSERT_RAISED("ValueError", "raised the TVM way");
+	EXPECT_EQ(-1, call_named(m, "raise_parts", NULL, 0, &ret));
+	ASSERT_RAISED("TypeError", "argument 1 of f(x): bad");
+	tio_object_decref(m);
+	ASSERT_NO_LEAKS();
+}
+
+static int raise_key(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	tio_error_raise("IndexError", "deep down");
+	return tio_error_raise_chained("KeyError", "no '%s'", "k");
+}
+
+/* Raised by tio_, caught with TVMFFIErrorMoveFromRaised inside the module. */
+TEST(raise_tio_catch_tvm)
+{
+	tio_object_t *m, *f;
+	tio_any_t arg, ret;
+	const char *s;
+
+	ASSERT_EQ(0, tio_module_load(FIX_TVM, &m));
+	ASSERT_EQ(0, tio_func_new(raise_key, NULL, NULL, &f));
+	arg = tio_any_object(f);
+	ASSERT_EQ(0, call_named(m, "catch", &arg, 1, &ret));
+	ASSERT_EQ(0, tio_any_to_str(&ret, &s, NULL));
+	EXPECT_STREQ("KeyError: no 'k' (cause IndexError)", s);
+	tio_any_decref(&ret);
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+	/* And a module's own error, caught by the module. */
+	arg = tio_any_int(1);
+	EXPECT_EQ(-1, call_named(m, "catch", &arg, 1, &ret));
+	ASSERT_RAISED("TypeError", "takes a Function");
+	tio_object_decref(f);
+	tio_object_decref(m);
+	ASSERT_NO_LEAKS();
+}
+
+/* The same thread-local slot through either API, directly. */
+TEST(one_raised_slot)
+{
+	TVMFFIObjectHandle h = (void *)1;
+	tio_object_t *e;
+
+	tio_error_raise("ValueError", "from tio");
+	TVMFFIErrorMoveFromRaised(&h);
+	ASSERT_NE(NULL, h);
+	EXPECT_EQ(0, memcmp(cell_of(h)->message.data, "from tio", 8));
+	TVMFFIErrorSetRaised(h);		/* takes its own reference */
+	TVMFFIObjectDecRef(h);
+	e = tio_error_move_from_raised();
+	ASSERT_NE(NULL, e);
+	EXPECT_STREQ("from tio", tio_error_message(e));
+	tio_object_decref(e);
+	TVMFFIErrorMoveFromRaised(&h);
+	EXPECT_EQ(NULL, h);
+	TVMFFIErrorSetRaisedFromCStr("RuntimeError", "from TVMFFI");
+	ASSERT_RAISED("RuntimeError", "from TVMFFI");
+	TVMFFIErrorMoveFromRaised(NULL);	/* nothing raised: no effect */
+	ASSERT_NO_LEAKS();
+}
+
+/* Tensors carry strides both ways. */
+TEST(tensor_strides)
+{
+	int64_t shape[2] = { 4, 5 };
+	DLDataType f32 = { kDLFloat, 32, 1 };
+	tio_object_t *m, *t, *v;
+	tio_any_t arg, ret;
+	DLTensor *dl;
+
+	ASSERT_EQ(0, tio_module_load(FIX_TVM, &m));
+	ASSERT_EQ(0, tio_tensor_empty(2, shape, f32, 0, &t));
+	dl = tio_tensor_dl(t);
+	ASSERT_NE(NULL, dl->strides);
+	EXPECT_EQ(5, dl->strides[0]);
+	EXPECT_EQ(1, dl->strides[1]);
+	arg = tio_any_object(t);
+	ASSERT_EQ(0, call_named(m, "strides", &arg, 1, &ret));
+	EXPECT_EQ(1, ret.v_int64);
+	ASSERT_EQ(0, tio_tensor_view(t, 1, shape + 1, NULL, 0, &v));
+	ASSERT_NE(NULL, tio_tensor_dl(v)->strides);
+	EXPECT_EQ(1, tio_tensor_dl(v)->strides[0]);
+	tio_object_decref(v);
+	tio_object_decref(t);
+	/* Made by the module from a compact DLPack tensor. */
+	ASSERT_EQ(0, call_named(m, "make", NULL, 0, &ret));
+	ASSERT_EQ(TIO_TYPE_TENSOR, ret.type_index);
+	dl = tio_tensor_dl(ret.v_obj);
+	ASSERT_NE(NULL, dl->strides);
+	EXPECT_EQ(3, dl->strides[0]);
+	EXPECT_EQ(1, dl->strides[1]);
+	EXPECT_TRUE(tio_tensor_is_contiguous(dl));
+	tio_any_decref(&ret);
+	tio_object_decref(m);
+	ASSERT_NO_LEAKS();
+}
+
+TEST(hidden_and_ctx)
+{
+	tio_object_t *m;
+	tio_any_t names, ret;
+	const char *p;
+
+	ASSERT_EQ(0, tio_module_load(FIX_TVM, &m));
+	EXPECT_TRUE(tio_module_implements_function(m, "_hidden"));
+	EXPECT_FALSE(tio_module_implements_function(m, "_metadata_raise"));
+	EXPECT_FALSE(tio_module_implements_function(m, "_library_ctx"));
+	ASSERT_EQ(0, call_named(m, "_hidden", NULL, 0, &ret));
+	EXPECT_EQ(7, ret.v_int64);
+	ASSERT_EQ(0, tio_module_list_functions(m, &names));
+	ASSERT_EQ(0, tio_any_to_str(tio_array_at(names.v_obj, 0), &p, NULL));
+	EXPECT_STREQ("_hidden", p);
+	tio_any_decref(&names);
+	ASSERT_EQ(0, call_named(m, "ctx", NULL, 0, &ret));
+	EXPECT_EQ(1, ret.v_int64);
+	ASSERT_EQ(0, tio_module_imports(m, &names));
+	EXPECT_EQ(0, tio_array_size(names.v_obj));
+	tio_any_decref(&names);
+	tio_object_decref(m);
+	ASSERT_NO_LEAKS();
+}
+
+/* ffi.Module.load_from_bytes.tiotest: the bytes are a path to load. */
+static int load_tiotest(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	const void *data;
+	size_t len;
+	char path[512];
+	tio_object_t *m;
+
+	if (nargs != 1 || tio_any_to_bytes(&args[0], &data, &len) || len >= sizeof(path))
+		return tio_error_raise("TypeError", "load_from_bytes(bytes)");
+	memcpy(path, data, len);
+	path[len] = '\0';
+	if (tio_module_load(path, &m))
+		return -1;
+	*ret = tio_any_object(m);
+	return 0;
+}
+
+TEST(library_bin)
+{
+	tio_any_t args[2], ret, imports;
+	tio_object_t *m;
+
+	ASSERT_EQ(0, tio_func_register_global("ffi.Module.load_from_bytes.tiotest",
+					      load_tiotest, NULL, 1));
+	ASSERT_EQ(0, tio_module_load(FIX_BIN(1), &m));
+	ASSERT_EQ(0, tio_module_imports(m, &imports));
+	ASSERT_EQ(1, tio_array_size(imports.v_obj));
+	tio_any_decref(&imports);
+	EXPECT_TRUE(tio_module_implements_function(m, "add_one"));
+	args[0] = tio_any_int(41);
+	ASSERT_EQ(0, call_named(m, "add_one", args, 1, &ret));
+	EXPECT_EQ(42, ret.v_int64);
+	args[0] = tio_any_raw_str("add_one");
+	args[1] = tio_any_int(1);
+	ASSERT_EQ(0, call_named(m, "via_imports", args, 2, &ret));
+	EXPECT_EQ(2, ret.v_int64);
+	ASSERT_EQ(0, call_named(m, "via_imports", args, 2, &ret));	/* cached */
+	EXPECT_EQ(2, ret.v_int64);
+	args[0] = tio_any_raw_str("nowhere");
+	EXPECT_EQ(-1, call_named(m, "via_imports", args, 2, &ret));
+	ASSERT_RAISED("RuntimeError", "Cannot find function nowhere");
+	tio_object_decref(m);
+
+	EXPECT_EQ(-1, tio_module_load(FIX_BIN(2), &m));
+	ASSERT_RAISED("ImportError", "no loader 'ffi.Module.load_from_bytes.nokind!'");
+	EXPECT_EQ(-1, tio_module_load(FIX_BIN(3), &m));
+	ASSERT_RAISED("ImportError", "size past the symbol's end");
+	EXPECT_EQ(-1, tio_module_load(FIX_BIN(4), &m));
+	ASSERT_RAISED("ImportError", "import cycle");
+	ASSERT_EQ(0, tio_func_remove_global("ffi.Module.load_from_bytes.tiotest"));
+	EXPECT_EQ(-1, tio_module_load(FIX_BIN(1), &m));
+	ASSERT_RAISED("ImportError", "no loader");
+	ASSERT_NO_LEAKS();
+}
+
+static int deleted;
+
+static void count_delete(void *p)
+{
+	deleted += p == &deleted;
+}
+
+static int add_self(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	*ret = tio_any_int(args[0].v_int64 + *(int *)self);
+	return 0;
+}
+
+/* A Function laid out by other code: header and cell only. */
+struct foreign_func {
+	TVMFFIObject header;
+	TVMFFIFunctionCell cell;
+};
+
+static int foreign_call(void *handle, const TVMFFIAny *args, int32_t n, TVMFFIAny *ret)
+{
+	ret->type_index = kTVMFFIOpaquePtr;
+	ret->zero_padding = 0;
+	ret->v_ptr = handle;	/* the cell gets the Function itself */
+	return 0;
+}
+
+static void foreign_deleter(void *self, int flags)
+{
+}
+
+TEST(call_foreign_function)
+{
+	struct foreign_func f = {
+		.header = { .combined_ref_count = 1, .type_index = kTVMFFIFunction,
+			    .deleter = foreign_deleter },
+		.cell = { .safe_call = foreign_call },
+	};
+	TVMFFIAny ret = { .type_index = kTVMFFINone };
+	tio_any_t r = tio_any_none();
+
+	ASSERT_EQ(0, TVMFFIFunctionCall(&f, NULL, 0, &ret));
+	EXPECT_EQ(&f, ret.v_ptr);
+	ASSERT_EQ(0, tio_func_call_any((tio_object_t *)&f, NULL, 0, &r));
+	EXPECT_EQ(&f, r.v_ptr);
+}
+
+TEST(entry_objects_functions)
+{
+	TVMFFIVersion v;
+	TVMFFIObjectHandle o, f, g;
+	TVMFFIByteArray name = { "test.tvmffi.addXXX", 15 };	/* not NUL-terminated */
+	TVMFFIByteArray bad = { "a\0b", 3 };
+	TVMFFIAny arg = { .type_index = kTVMFFIInt, .v_int64 = 5 }, ret, view, owned;
+	static int three = 3;
+
+	TVMFFIGetVersion(&v);
+	EXPECT_EQ(0, v.major);
+	EXPECT_EQ(1, v.minor);
+	EXPECT_EQ(14, v.patch);
+	TVMFFIGetVersion(NULL);
+
+	deleted = 0;
+	ASSERT_EQ(0, TVMFFIObjectCreateOpaque(&deleted, kTVMFFIOpaquePyObject, count_delete, &o));
+	EXPECT_EQ(kTVMFFIOpaquePyObject, ((TVMFFIObject *)o)->type_index);
+	EXPECT_EQ(&deleted, ((TVMFFIOpaqueObjectCell *)((TVMFFIObject *)o + 1))->handle);
+	EXPECT_EQ(0, TVMFFIObjectIncRef(o));
+	EXPECT_EQ(0, TVMFFIObjectDecRef(o));
+	EXPECT_EQ(0, deleted);
+	EXPECT_EQ(0, TVMFFIObjectDecRef(o));
+	EXPECT_EQ(1, deleted);
+	EXPECT_EQ(-1, TVMFFIObjectCreateOpaque(NULL, kTVMFFIObject, NULL, &o));
+	ASSERT_RAISED("RuntimeError", "OpaquePyObject");
+	EXPECT_EQ(0, TVMFFIObjectIncRef(NULL));
+	EXPECT_EQ(0, TVMFFIObjectDecRef(NULL));
+
+	deleted = 0;
+	ASSERT_EQ(0, TVMFFIFunctionCreate(&three, (TVMFFISafeCallType)add_self, NULL, &f));
+	ASSERT_EQ(0, TVMFFIFunctionSetGlobal(&name, f, 0));
+	EXPECT_EQ(-1, TVMFFIFunctionSetGlobal(&name, f, 0));
+	ASSERT_RAISED("KeyError", "test.tvmffi.add");
+	EXPECT_EQ(-1, TVMFFIFunctionSetGlobal(&bad, f, 1));
+	ASSERT_RAISED("ValueError", "NUL");
+	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&name, &g));
+	EXPECT_EQ(f, g);
+	ret.type_index = kTVMFFINone;
+	ASSERT_EQ(0, TVMFFIFunctionCall(g, &arg, 1, &ret));
+	EXPECT_EQ(8, ret.v_int64);
+	TVMFFIObjectDecRef(g);
+	TVMFFIObjectDecRef(f);
+	EXPECT_EQ(0, tio_func_remove_global("test.tvmffi.add"));
+	name.size = 17;
+	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&name, &g));
+	EXPECT_EQ(NULL, g);
+	EXPECT_EQ(-1, TVMFFIFunctionGetGlobal(NULL, &g));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, TVMFFIFunctionCreate(NULL, (TVMFFISafeCallType)add_self, NULL, NULL));
+	ASSERT_RAISED("ValueError", "output");
+	ASSERT_EQ(0, TVMFFIFunctionCreate(&deleted, (TVMFFISafeCallType)add_self, count_delete,
+					  &f));
+	TVMFFIObjectDecRef(f);
+	EXPECT_EQ(1, deleted);
+
+	view.type_index = kTVMFFIRawStr;
+	view.zero_padding = 0;
+	view.v_c_str = "a raw C string longer than seven bytes";
+	ASSERT_EQ(0, TVMFFIAnyViewToOwnedAny(&view, &owned));
+	EXPECT_EQ(kTVMFFIStr, owned.type_index);
+	tio_any_decref((tio_any_t *)&owned);
+	EXPECT_EQ(-1, TVMFFIAnyViewToOwnedAny(NULL, &owned));
+	ASSERT_RAISED("ValueError", "NULL");
+	ASSERT_NO_LEAKS();
+}
+
+TEST(entry_errors_strings_dtypes)
+{
+	TVMFFIByteArray k = ba("IndexError"), m = ba("out of range"), bt = ba("#0 here\n");
+	TVMFFIByteArray lng = ba("a string of exactly forty bytes, no more"), sml = ba("abc");
+	TVMFFIObjectHandle e, e2;
+	TVMFFIAny out;
+	DLDataType dt, f16x4 = { kDLFloat, 16, 4 }, bad = { 99, 0, 0 };
+	TVMFFIByteArray f32 = ba("float32"), junk = ba("floaty");
+	const char *s;
+	size_t len;
+
+	ASSERT_EQ(0, TVMFFIErrorCreate(&k, &m, &bt, &e));
+	EXPECT_EQ(kTVMFFIError, ((TVMFFIObject *)e)->type_index);
+	EXPECT_EQ(0, memcmp(cell_of(e)->backtrace.data, "#0 here\n", 8));
+	EXPECT_EQ(NULL, cell_of(e)->cause_chain);
+	ASSERT_EQ(0, TVMFFIErrorCreateWithCauseAndExtraContext(&k, &m, &bt, e, NULL, &e2));
+	EXPECT_EQ(e, cell_of(e2)->cause_chain);
+	TVMFFIObjectDecRef(e);
+	EXPECT_EQ(1, tio_object_strong_count(cell_of(e2)->cause_chain));
+	TVMFFIObjectDecRef(e2);
+	EXPECT_EQ(-1, TVMFFIErrorCreate(NULL, &m, &bt, &e));
+	EXPECT_EQ(NULL, tio_error_peek_raised());	/* as TVM FFI: nothing raised */
+
+	ASSERT_EQ(0, TVMFFIStringFromByteArray(&sml, &out));
+	EXPECT_EQ(kTVMFFISmallStr, out.type_index);
+	ASSERT_EQ(0, TVMFFIStringFromByteArray(&lng, &out));
+	EXPECT_EQ(kTVMFFIStr, out.type_index);
+	ASSERT_EQ(0, tio_any_to_str((tio_any_t *)&out, &s, &len));
+	EXPECT_EQ(40, len);
+	tio_any_decref((tio_any_t *)&out);
+	ASSERT_EQ(0, TVMFFIBytesFromByteArray(&lng, &out));
+	EXPECT_EQ(kTVMFFIBytes, out.type_index);
+	tio_any_decref((tio_any_t *)&out);
+	EXPECT_EQ(-1, TVMFFIStringFromByteArray(NULL, &out));
+	ASSERT_RAISED("ValueError", "NULL");
+
+	ASSERT_EQ(0, TVMFFIDataTypeFromString(&f32, &dt));
+	EXPECT_EQ(kDLFloat, dt.code);
+	EXPECT_EQ(32, dt.bits);
+	EXPECT_EQ(1, dt.lanes);
+	EXPECT_EQ(-1, TVMFFIDataTypeFromString(&junk, &dt));
+	ASSERT_RAISED("ValueError", "floaty");
+	ASSERT_EQ(0, TVMFFIDataTypeToString(&f16x4, &out));
+	ASSERT_EQ(0, tio_any_to_str((tio_any_t *)&out, &s, NULL));
+	EXPECT_STREQ("float16x4", s);
+	tio_any_decref((tio_any_t *)&out);
+	EXPECT_EQ(-1, TVMFFIDataTypeToString(&bad, &out));
+	tio_error_clear();
+	ASSERT_NO_LEAKS();
+}
+
+TEST(entry_types)
+{
+	TVMFFIByteArray key = ba("ffi.Tensor"), nope = ba("no.such.Type");
+	TVMFFIByteArray mine = ba("test.tvmffi.Node");
+	tio_field_info_t fi = { .struct_size = sizeof(fi), .name = "x", .offset = 24, .size = 8,
+				.field_type_index = TIO_TYPE_INT };
+	const TVMFFITypeInfo *ti;
+	int32_t idx = 0, t;
+
+	ASSERT_EQ(0, TVMFFITypeKeyToIndex(&key, &idx));
+	EXPECT_EQ(kTVMFFITensor, idx);
+	EXPECT_EQ(-1, TVMFFITypeKeyToIndex(&nope, &idx));
+	ASSERT_RAISED("KeyError", "no.such.Type");
+	EXPECT_EQ(-1, TVMFFITypeKeyToIndex(&key, NULL));
+	ASSERT_RAISED("ValueError", "NULL");
+
+	EXPECT_EQ(kTVMFFITensor, TVMFFITypeGetOrAllocIndex(&key, -1, 1, 0, 0, -2));
+	EXPECT_EQ(-2, TVMFFITypeGetOrAllocIndex(&nope, -1, 1, 0, 0, -2));
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+	EXPECT_EQ(kTVMFFITensor, TVMFFITypeGetOrAllocIndex(&key, kTVMFFITensor, 1, 0, 0, 64));
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&key, kTVMFFIArray, 1, 0, 0, 64));
+	ASSERT_RAISED("ValueError", "has index 70");
+	t = TVMFFITypeGetOrAllocIndex(&mine, -1, 1, 0, 1, kTVMFFIObject);
+	EXPECT_GE(t, kTVMFFIDynObjectBegin);
+	EXPECT_EQ(t, TVMFFITypeGetOrAllocIndex(&mine, -1, 1, 0, 1, kTVMFFIObject));
+
+	ti = TVMFFIGetTypeInfo(kTVMFFITensor);
+	ASSERT_NE(NULL, ti);
+	EXPECT_EQ(kTVMFFITensor, ti->type_index);
+	EXPECT_EQ(1, ti->type_depth);
+	EXPECT_EQ(0, memcmp(ti->type_key.data, "ffi.Tensor", 10));
+	EXPECT_EQ(kTVMFFIObject, ti->type_ancestors[0]->type_index);
+	EXPECT_EQ(ti, TVMFFIGetTypeInfo(kTVMFFITensor));	/* kept */
+	ti = TVMFFIGetTypeInfo(t);
+	ASSERT_NE(NULL, ti);
+	EXPECT_EQ(0, ti->num_fields);
+	ASSERT_EQ(0, tio_type_register_field(t, &fi));
+	ti = TVMFFIGetTypeInfo(t);
+	ASSERT_EQ(1, ti->num_fields);
+	EXPECT_EQ(0, memcmp(ti->fields[0].name.data, "x", 1));
+	EXPECT_EQ(24, ti->fields[0].offset);
+	EXPECT_NE(NULL, ti->fields[0].getter);
+	EXPECT_EQ(NULL, TVMFFIGetTypeInfo(-5));
+	EXPECT_EQ(NULL, TVMFFIGetTypeInfo(4000));
+	ASSERT_NO_LEAKS();
+}
+
+static void keep_deleter(DLManagedTensor *self)
+{
+	deleted++;
+}
+
+static int test_alloc(DLTensor *proto, DLManagedTensorVersioned **out, void *ctx,
+		      void (*set_error)(void *, const char *, const char *))
+{
+	tio_object_t *t;
+
+	if (proto->ndim > 4) {
+		set_error(ctx, "ValueError", "too many dimensions");
+		return -1;
+	}
+	if (tio_tensor_empty(proto->ndim, proto->shape, proto->dtype, 0, &t))
+		return -1;
+	tio_tensor_to_dlpack_versioned(t, out);
+	tio_object_decref(t);
+	return 0;
+}
+
+TEST(entry_dlpack_env)
+{
+	float data[6];
+	int64_t shape[5] = { 2, 3, 1, 1, 1 };
+	DLManagedTensor mt = { .dl_tensor = { .data = data, .device = { kDLCPU, 0 }, .ndim = 2,
+					      .dtype = { kDLFloat, 32, 1 }, .shape = shape },
+			       .deleter = keep_deleter };
+	DLManagedTensor *back;
+	DLManagedTensorVersioned *vback;
+	DLPackManagedTensorAllocator old = NULL;
+	TVMFFIObjectHandle t, t2;
+	TVMFFIStreamHandle s = NULL;
+
+	deleted = 0;
+	ASSERT_EQ(0, TVMFFITensorFromDLPack(&mt, 4, 1, &t));
+	ASSERT_NE(NULL, ((DLTensor *)((TVMFFIObject *)t + 1))->strides);
+	ASSERT_EQ(0, TVMFFITensorToDLPack(t, &back));
+	ASSERT_EQ(0, TVMFFITensorFromDLPack(back, 0, 0, &t2));
+	EXPECT_EQ(t, t2);
+	TVMFFIObjectDecRef(t2);
+	ASSERT_EQ(0, TVMFFITensorToDLPackVersioned(t, &vback));
+	ASSERT_EQ(0, TVMFFITensorFromDLPackVersioned(vback, 0, 0, &t2));
+	EXPECT_EQ(t, t2);
+	TVMFFIObjectDecRef(t2);
+	TVMFFIObjectDecRef(t);
+	EXPECT_EQ(1, deleted);
+	EXPECT_EQ(-1, TVMFFITensorFromDLPack(NULL, 0, 0, &t));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, TVMFFITensorToDLPack(NULL, &back));
+	ASSERT_RAISED("TypeError", "not a Tensor");
+	EXPECT_EQ(-1, TVMFFITensorFromDLPackVersioned(NULL, 0, 0, &t));
+	ASSERT_RAISED("ValueError", "NULL");
+
+	EXPECT_EQ(NULL, TVMFFIEnvGetStream(kDLCUDA, 1));
+	ASSERT_EQ(0, TVMFFIEnvSetStream(kDLCUDA, 1, (void *)0x10, &s));
+	EXPECT_EQ(NULL, s);
+	ASSERT_EQ(0, TVMFFIEnvSetStream(kDLCUDA, 1, (void *)0x20, &s));
+	EXPECT_EQ((void *)0x10, s);
+	EXPECT_EQ((void *)0x20, TVMFFIEnvGetStream(kDLCUDA, 1));
+	EXPECT_EQ(NULL, TVMFFIEnvGetStream(kDLCUDA, 0));
+	EXPECT_EQ(-1, TVMFFIEnvSetStream(-1, 0, NULL, NULL));
+	ASSERT_RAISED("ValueError", "invalid");
+	ASSERT_EQ(0, TVMFFIEnvSetStream(kDLCUDA, 1, NULL, NULL));
+
+	EXPECT_EQ(-1, TVMFFIEnvTensorAlloc(&mt.dl_tensor, &t));
+	ASSERT_RAISED("RuntimeError", "no DLPack tensor allocator");
+	ASSERT_EQ(0, TVMFFIEnvSetDLPackManagedTensorAllocator(test_alloc, 0, &old));
+	EXPECT_EQ(NULL, old);
+	EXPECT_TRUE(test_alloc == TVMFFIEnvGetDLPackManagedTensorAllocator());
+	ASSERT_EQ(0, TVMFFIEnvTensorAlloc(&mt.dl_tensor, &t));
+	EXPECT_EQ(3, ((DLTensor *)((TVMFFIObject *)t + 1))->shape[1]);
+	TVMFFIObjectDecRef(t);
+	mt.dl_tensor.ndim = 5;
+	EXPECT_EQ(-1, TVMFFIEnvTensorAlloc(&mt.dl_tensor, &t));
+	ASSERT_RAISED("ValueError", "too many dimensions");
+	ASSERT_EQ(0, TVMFFIEnvSetDLPackManagedTensorAllocator(NULL, 0, NULL));
+	EXPECT_EQ(0, TVMFFIEnvCheckSignals());
+	ASSERT_NO_LEAKS();
+}
+
+static int inits;
+
+static int init_fn(void **out)
+{
+	inits++;
+	*out = &inits;
+	return 0;
+}
+
+static int deinit_fn(void *h)
+{
+	inits--;
+	return 0;
+}
+
+TEST(entry_init_once)
+{
+	void *h = NULL;
+
+	inits = 0;
+	ASSERT_EQ(0, TVMFFIHandleInitOnce(&h, init_fn));
+	ASSERT_EQ(0, TVMFFIHandleInitOnce(&h, init_fn));
+	EXPECT_EQ(1, inits);
+	EXPECT_EQ(&inits, h);
+	ASSERT_EQ(0, TVMFFIHandleDeinitOnce(&h, deinit_fn));
+	ASSERT_EQ(0, TVMFFIHandleDeinitOnce(&h, deinit_fn));
+	EXPECT_EQ(0, inits);
+	EXPECT_EQ(NULL, h);
+	EXPECT_EQ(-1, TVMFFIHandleInitOnce(NULL, init_fn));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, TVMFFIEnvModLookupFromImports(NULL, "x", &h));
+	tio_error_clear();
+	ASSERT_NO_LEAKS();
+}
+
+TEST_HARNESS_MAIN
