@@ -831,6 +831,6 @@ void tio_batch_free(tio_batch_t *b)
 	free(b->subs);
 	free(b->e);
 	free(b->cmds);
-	tio_ctx_put(b->ctx);
+	tio_ctx_put(b->ctx, TIO_CTX_HOLDER);
 	free(b);
 }

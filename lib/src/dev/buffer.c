@@ -31,8 +31,7 @@ static void tio_buffer_finalize(void *self)
 		buf->ctx->ops->exec(buf->ctx, tio_cmds[TIO_CMD_BUF_FREE].op, &op);
 	}
 	pthread_mutex_destroy(&buf->lock);
-	__atomic_fetch_sub(&buf->ctx->live, 1, __ATOMIC_RELEASE);
-	tio_ctx_put(buf->ctx);
+	tio_ctx_put(buf->ctx, 1);
 }
 
 /**
@@ -68,20 +67,24 @@ int tio_buffer_wrap(struct tio_ctx *ctx, uint32_t handle, uint32_t kind,
 	buf->data = user_addr;
 	buf->ctx = ctx;
 	pthread_mutex_init(&buf->lock, NULL);
-	__atomic_fetch_add(&ctx->live, 1, __ATOMIC_RELAXED);
-	tio_ctx_hold(ctx);
+	tio_ctx_hold(ctx, 1);
 	*out = buf;
 	return 0;
 }
 
-/* Run a command whose result is a new buffer. */
-static int tio_buffer_new(enum tio_cmd_id id, const tio_any_t *args, int32_t nargs,
-			  tio_buffer_t **out)
+/* Run a command whose result is a new buffer, from its @n arguments @v. */
+static inline __attribute__((always_inline)) int
+tio_buffer_new(enum tio_cmd_id id, const int64_t *v, int32_t n,
+	       tio_buffer_t **out)
 {
+	const struct tio_cmd_desc *cmd = &tio_cmds[id];
+	struct tio_ctx *ctx = tio_ctx_get();
 	struct tio_cmd c;
 	tio_any_t ret;
 
-	if (tio_cmd_run(&tio_cmds[id], args, nargs, c.payload.bytes, &ret))
+	if (TIO_UNLIKELY(!ctx) || tio_cmd_fill(cmd, c.payload.bytes, v, n) ||
+	    tio_exec(ctx, cmd, c.payload.bytes) ||
+	    cmd->decode(ctx, cmd, c.payload.bytes, &ret))
 		return -1;
 	*out = (tio_buffer_t *)ret.v_obj;
 	return 0;
@@ -90,49 +93,53 @@ static int tio_buffer_new(enum tio_cmd_id id, const tio_any_t *args, int32_t nar
 int tio_buffer_alloc(size_t size, const struct tio_tensor_desc *desc,
 		     tio_buffer_t **out)
 {
-	tio_any_t args[2] = { tio_any_int((int64_t)size), tio_any_ptr((void *)desc) };
+	int64_t v[2] = { (int64_t)size, (int64_t)(uintptr_t)desc };
 	uint64_t bytes;
 
 	/* No size: the descriptor's. */
 	if (!size && desc) {
 		if (tio_desc_nbytes(desc, &bytes))
 			return -1;
-		args[0] = tio_any_int(bytes ? (int64_t)bytes : 1);
+		v[0] = bytes ? (int64_t)bytes : 1;
 	}
-	return tio_buffer_new(TIO_CMD_BUF_ALLOC, args, 2, out);
+	return tio_buffer_new(TIO_CMD_BUF_ALLOC, v, 2, out);
 }
 
 int tio_buffer_pin(void *addr, size_t size, unsigned int flags, tio_buffer_t **out)
 {
-	tio_any_t args[3] = { tio_any_ptr(addr), tio_any_int((int64_t)size),
-			      tio_any_int(flags) };
+	int64_t v[3] = { (int64_t)(uintptr_t)addr, (int64_t)size, flags };
 
-	return tio_buffer_new(TIO_CMD_BUF_PIN_USER, args, 3, out);
+	return tio_buffer_new(TIO_CMD_BUF_PIN_USER, v, 3, out);
 }
 
 int tio_buffer_import(int fd, tio_buffer_t **out)
 {
-	tio_any_t arg = tio_any_int(fd);
+	int64_t v = fd;
 
-	return tio_buffer_new(TIO_CMD_BUF_IMPORT, &arg, 1, out);
+	return tio_buffer_new(TIO_CMD_BUF_IMPORT, &v, 1, out);
 }
 
-/* Run a command on @buf and its other arguments; the payload stays in @c. */
-static int tio_buffer_cmd(enum tio_cmd_id id, tio_buffer_t *buf, tio_any_t *args,
-			  int32_t nargs, struct tio_cmd *c)
+/*
+ * Run a command on @buf (v[0]) and its other arguments v[1..n-1], with the
+ * context @buf holds; the payload stays in @c.
+ */
+static inline __attribute__((always_inline)) int
+tio_buffer_cmd(enum tio_cmd_id id, tio_buffer_t *buf, int64_t *v,
+	       int32_t n, struct tio_cmd *c)
 {
-	tio_any_t ret;
+	const struct tio_cmd_desc *cmd = &tio_cmds[id];
 
-	args[0] = tio_any_object(&buf->header);
-	return tio_cmd_run(&tio_cmds[id], args, nargs, c->payload.bytes, &ret);
+	if (TIO_UNLIKELY(!buf))
+		return tio_cmd_arg_error(cmd, 0, "a tio.Buffer");
+	return tio_cmd_on(cmd, buf->ctx, buf->handle, v, n, c->payload.bytes);
 }
 
 int tio_buffer_export(tio_buffer_t *buf, unsigned int flags, int *fd)
 {
-	tio_any_t args[2] = { { 0 }, tio_any_int(flags) };
+	int64_t v[2] = { 0, flags };
 	struct tio_cmd c;
 
-	if (tio_buffer_cmd(TIO_CMD_BUF_EXPORT, buf, args, 2, &c))
+	if (tio_buffer_cmd(TIO_CMD_BUF_EXPORT, buf, v, 2, &c))
 		return -1;
 	*fd = ((struct tio_buf_export *)c.payload.bytes)->fd;
 	return 0;
@@ -174,10 +181,10 @@ uint32_t tio_buffer_handle(const tio_buffer_t *buf)
 int tio_buffer_info(tio_buffer_t *buf, struct tio_buf_info *info,
 		    struct tio_tensor_desc *desc)
 {
-	tio_any_t args[2] = { { 0 }, tio_any_ptr(desc) };
+	int64_t v[2] = { 0, (int64_t)(uintptr_t)desc };
 	struct tio_cmd c;
 
-	if (tio_buffer_cmd(TIO_CMD_BUF_INFO, buf, args, 2, &c))
+	if (tio_buffer_cmd(TIO_CMD_BUF_INFO, buf, v, 2, &c))
 		return -1;
 	memcpy(info, c.payload.bytes, sizeof(*info));
 	return 0;
@@ -185,30 +192,33 @@ int tio_buffer_info(tio_buffer_t *buf, struct tio_buf_info *info,
 
 int tio_buffer_set_desc(tio_buffer_t *buf, const struct tio_tensor_desc *desc)
 {
-	tio_any_t args[3] = { { 0 }, tio_any_ptr((void *)desc),
-			      tio_any_int(desc ? 0 : TIO_DESC_CLEAR) };
+	int64_t v[3] = { 0, (int64_t)(uintptr_t)desc, desc ? 0 : TIO_DESC_CLEAR };
 	struct tio_cmd c;
 
-	return tio_buffer_cmd(TIO_CMD_BUF_SET_DESC, buf, args, 3, &c);
+	return tio_buffer_cmd(TIO_CMD_BUF_SET_DESC, buf, v, 3, &c);
 }
 
 int tio_buffer_attach_fence(tio_buffer_t *buf, tio_stream_t *stream,
 			    uint64_t seqno, unsigned int flags)
 {
-	tio_any_t args[4] = { { 0 }, tio_any_object(stream ? &stream->header : NULL),
-			      tio_any_int((int64_t)seqno), tio_any_int(flags) };
+	int64_t v[4] = { 0, 0, (int64_t)seqno, flags };
 	struct tio_cmd c;
 
-	return tio_buffer_cmd(TIO_CMD_BUF_ATTACH_FENCE, buf, args, 4, &c);
+	/* The arguments' order of checks: the buffer's first. */
+	if (buf && !stream)
+		return tio_cmd_arg_error(&tio_cmds[TIO_CMD_BUF_ATTACH_FENCE], 1,
+					 "a tio.Stream");
+	v[1] = stream ? stream->handle : 0;
+	return tio_buffer_cmd(TIO_CMD_BUF_ATTACH_FENCE, buf, v, 4, &c);
 }
 
 int tio_buffer_wait(tio_buffer_t *buf, unsigned int flags, int64_t timeout_ns,
 		    int *status)
 {
-	tio_any_t args[3] = { { 0 }, tio_any_int(timeout_ns), tio_any_int(flags) };
+	int64_t v[3] = { 0, timeout_ns, flags };
 	struct tio_cmd c;
 
-	if (tio_buffer_cmd(TIO_CMD_BUF_WAIT, buf, args, 3, &c))
+	if (tio_buffer_cmd(TIO_CMD_BUF_WAIT, buf, v, 3, &c))
 		return -1;
 	if (status)
 		*status = ((struct tio_buf_wait *)c.payload.bytes)->status;

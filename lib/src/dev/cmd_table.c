@@ -85,47 +85,43 @@ int32_t tio_stream_type_index(void)
 }
 
 /* Decoding: the commands that create an object. */
-static int dec_buf_alloc(struct tio_ctx *ctx, const void *p, tio_any_t *ret)
+static uint64_t tio_cmd_u64(const void *p, uint16_t off)
 {
-	const struct tio_buf_alloc *a = p;
-	uint64_t pg = ctx->page_size;
+	uint64_t v;
+
+	memcpy(&v, (const char *)p + off, sizeof(v));
+	return v;
+}
+
+/* BUF_ALLOC, BUF_PIN_USER, BUF_IMPORT: the row says where the fields are. */
+static int dec_buffer(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
+		      const void *p, tio_any_t *ret)
+{
+	const struct tio_cmd_buf_ret *r = &cmd->buf;
+	uint64_t size = tio_cmd_u64(p, r->size), pg = ctx->page_size;
+	void *addr = NULL;
+	uint32_t handle;
 	tio_buffer_t *buf;
 
-	if (tio_buffer_wrap(ctx, a->handle, TIO_BUF_KIND_ALLOC,
-			    (a->size + pg - 1) & ~(pg - 1), a->mmap_offset, NULL, &buf))
+	memcpy(&handle, (const char *)p + cmd->ret_offset, sizeof(handle));
+	/* An allocation is whole pages; the driver reports the size asked. */
+	if (r->kind == TIO_BUF_KIND_ALLOC)
+		size = (size + pg - 1) & ~(pg - 1);
+	if (r->kind == TIO_BUF_KIND_USER)
+		addr = (void *)(uintptr_t)tio_cmd_u64(p, r->addr);
+	if (tio_buffer_wrap(ctx, handle, r->kind, size, tio_cmd_u64(p, r->mmap_offset),
+			    addr, &buf))
 		return -1;
 	*ret = tio_any_object(&buf->header);
 	return 0;
 }
 
-static int dec_buf_pin(struct tio_ctx *ctx, const void *p, tio_any_t *ret)
-{
-	const struct tio_buf_pin *a = p;
-	tio_buffer_t *buf;
-
-	if (tio_buffer_wrap(ctx, a->handle, TIO_BUF_KIND_USER, a->size,
-			    a->mmap_offset, (void *)(uintptr_t)a->addr, &buf))
-		return -1;
-	*ret = tio_any_object(&buf->header);
-	return 0;
-}
-
-static int dec_buf_import(struct tio_ctx *ctx, const void *p, tio_any_t *ret)
-{
-	const struct tio_buf_import *a = p;
-	tio_buffer_t *buf;
-
-	if (tio_buffer_wrap(ctx, a->handle, TIO_BUF_KIND_IMPORT, a->size,
-			    a->mmap_offset, NULL, &buf))
-		return -1;
-	*ret = tio_any_object(&buf->header);
-	return 0;
-}
-
-static int dec_stream_create(struct tio_ctx *ctx, const void *p, tio_any_t *ret)
+static int dec_stream_create(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
+			     const void *p, tio_any_t *ret)
 {
 	tio_stream_t *s;
 
+	(void)cmd;
 	if (tio_stream_wrap(ctx, p, &s))
 		return -1;
 	*ret = tio_any_object(&s->header);
@@ -145,6 +141,8 @@ static int dec_stream_create(struct tio_ctx *ctx, const void *p, tio_any_t *ret)
 #define R_INT(s, f) .ret = TIO_RET_INT, .ret_width = sizeof(((struct s *)0)->f), \
 	.ret_offset = offsetof(struct s, f)
 #define R_OBJ(fn) .ret = TIO_RET_OBJECT, .decode = fn
+#define R_BUF(s, k, addr_) R_OBJ(dec_buffer), .ret_offset = offsetof(struct s, handle), \
+	.buf = { k, offsetof(struct s, size), offsetof(struct s, mmap_offset), addr_ }
 #define WAITS(s) .flags = TIO_CMD_F_WAIT | TIO_CMD_F_SIGNED, \
 	.timeout_offset = offsetof(struct s, timeout_ns)
 
@@ -154,14 +152,15 @@ const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT] = {
 	[TIO_CMD_BUF_ALLOC] = { TIO_IOC_BUF_ALLOC, "BUF_ALLOC", "tio.buffer.alloc", 1, {
 		A_RANGE("size", tio_buf_alloc, size, 0, 1, INT64_MAX, "positive"),
 		A_PTR("desc", tio_buf_alloc, desc_ptr) },
-		R_OBJ(dec_buf_alloc) },
+		R_BUF(tio_buf_alloc, TIO_BUF_KIND_ALLOC, 0) },
 	[TIO_CMD_BUF_PIN_USER] = { TIO_IOC_BUF_PIN_USER, "BUF_PIN_USER",
 		"tio.buffer.pin_user", 2, {
 		A_PTR("addr", tio_buf_pin, addr),
 		A_RANGE("size", tio_buf_pin, size, 0, 1, INT64_MAX, "positive"),
 		A_U32("flags", tio_buf_pin, flags, 0),
 		A_PTR("desc", tio_buf_pin, desc_ptr) },
-		R_OBJ(dec_buf_pin), .flags = TIO_CMD_F_PUNT },
+		R_BUF(tio_buf_pin, TIO_BUF_KIND_USER, offsetof(struct tio_buf_pin, addr)),
+		.flags = TIO_CMD_F_PUNT },
 	[TIO_CMD_BUF_FREE] = { TIO_IOC_BUF_FREE, "BUF_FREE", NULL, 1, {
 		A_U32("handle", tio_handle_op, handle, 0) } },
 	[TIO_CMD_BUF_INFO] = { TIO_IOC_BUF_INFO, "BUF_INFO", "tio.buffer.info", 1, {
@@ -179,7 +178,8 @@ const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT] = {
 		R_INT(tio_buf_export, fd), .flags = TIO_CMD_F_SIGNED },
 	[TIO_CMD_BUF_IMPORT] = { TIO_IOC_BUF_IMPORT, "BUF_IMPORT", "tio.buffer.import", 1, {
 		A_S32("fd", tio_buf_import, fd, 0) },
-		R_OBJ(dec_buf_import), .flags = TIO_CMD_F_PUNT },
+		R_BUF(tio_buf_import, TIO_BUF_KIND_IMPORT, 0),
+		.flags = TIO_CMD_F_PUNT },
 	[TIO_CMD_BUF_ATTACH_FENCE] = { TIO_IOC_BUF_ATTACH_FENCE, "BUF_ATTACH_FENCE",
 		"tio.buffer.attach_fence", 3, {
 		A_BUF(tio_buf_attach, handle),
@@ -252,26 +252,14 @@ size_t tio_op_size(unsigned int op)
 	return tio_cmd_of(op) ? _IOC_SIZE(op) : 0;
 }
 
-static int tio_arg_error(const struct tio_cmd_desc *cmd, int32_t i, const char *what)
+int tio_cmd_arg_error(const struct tio_cmd_desc *cmd, int32_t i, const char *what)
 {
 	return tio_raise_errno(EINVAL, "%s: argument %d (%s) must be %s",
 			       cmd->global ? cmd->global : cmd->name, i + 1,
 			       cmd->args[i].name, what);
 }
 
-/* Store @v in the payload field of argument @a (4 or 8 bytes). */
-#define TIO_STORE(payload, a, v) do {					\
-	char *f_ = (char *)(payload) + (a)->offset;			\
-	uint64_t v64_ = (v);						\
-	uint32_t v32_ = (uint32_t)v64_;					\
-									\
-	if ((a)->width == 8)						\
-		memcpy(f_, &v64_, 8);					\
-	else								\
-		memcpy(f_, &v32_, 4);					\
-} while (0)
-
-static int tio_arg_range_error(const struct tio_cmd_desc *cmd, int32_t i, int64_t v)
+int tio_cmd_range_error(const struct tio_cmd_desc *cmd, int32_t i, int64_t v)
 {
 	const struct tio_cmd_arg *a = &cmd->args[i];
 	char what[64];
@@ -317,32 +305,32 @@ int tio_cmd_encode(const struct tio_cmd_desc *cmd, const tio_any_t *args,
 		switch (a->kind) {
 		case TIO_ARG_INT:
 			if (v->type_index != TIO_TYPE_INT && v->type_index != TIO_TYPE_BOOL)
-				return tio_arg_error(cmd, i, "an int");
+				return tio_cmd_arg_error(cmd, i, "an int");
 			if (v->v_int64 < a->lo || v->v_int64 > a->hi)
-				return tio_arg_range_error(cmd, i, v->v_int64);
-			TIO_STORE(payload, a, (uint64_t)v->v_int64);
+				return tio_cmd_range_error(cmd, i, v->v_int64);
+			tio_cmd_store(payload, a, (uint64_t)v->v_int64);
 			break;
 		case TIO_ARG_PTR:
 			if (v->type_index != TIO_TYPE_OPAQUE_PTR &&
 			    v->type_index != TIO_TYPE_INT && v->type_index != TIO_TYPE_NONE)
-				return tio_arg_error(cmd, i, "a pointer, an address or None");
-			TIO_STORE(payload, a, v->type_index == TIO_TYPE_NONE ? 0 : v->v_uint64);
+				return tio_cmd_arg_error(cmd, i, "a pointer, an address or None");
+			tio_cmd_store(payload, a, v->type_index == TIO_TYPE_NONE ? 0 : v->v_uint64);
 			break;
 		default:	/* TIO_ARG_BUFFER, TIO_ARG_STREAM */
 			t = __atomic_load_n(a->kind == TIO_ARG_BUFFER ? &tio_dev_types.buffer :
 					    &tio_dev_types.stream, __ATOMIC_RELAXED);
 			o = v->type_index >= TIO_TYPE_STATIC_OBJECT_BEGIN ? v->v_obj : NULL;
 			if (!o || o->type_index != t)
-				return tio_arg_error(cmd, i, a->kind == TIO_ARG_BUFFER ?
+				return tio_cmd_arg_error(cmd, i, a->kind == TIO_ARG_BUFFER ?
 						     "a tio.Buffer" : "a tio.Stream");
 			/* Both keep their handle in the same place. */
-			TIO_STORE(payload, a, (uint64_t)((struct tio_buffer *)o)->handle);
+			tio_cmd_store(payload, a, (uint64_t)((struct tio_buffer *)o)->handle);
 			keep[keep[0] ? 1 : 0] = o;
 			break;
 		}
 	}
 	for (; i < TIO_CMD_MAX_ARGS && a->kind; i++, a++)
-		TIO_STORE(payload, a, (uint64_t)a->dflt);
+		tio_cmd_store(payload, a, (uint64_t)a->dflt);
 	return 0;
 }
 
@@ -366,7 +354,7 @@ int tio_cmd_decode(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
 
 	switch (cmd->ret) {
 	case TIO_RET_OBJECT:
-		return cmd->decode(ctx, payload, ret);
+		return cmd->decode(ctx, cmd, payload, ret);
 	case TIO_RET_INT:
 		if (cmd->ret_width == 8) {
 			memcpy(&u64, f, 8);
@@ -383,46 +371,26 @@ int tio_cmd_decode(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
 	}
 }
 
-/**
- * tio_cmd_run() - encode, run and decode one command
- * @cmd: the command
- * @args: its FFI arguments
- * @nargs: how many
- * @payload: TIO_CMD_PAYLOAD bytes for the payload; the outputs stay there
- * @ret: the decoded result (owned)
- *
- * Return: 0, or -1 with an error raised.
+/*
+ * The safe call of every command's FFI global (self is its row): encode,
+ * run and decode one command.
  */
-static inline __attribute__((always_inline)) int
-tio_cmd_run_inline(const struct tio_cmd_desc *cmd, const tio_any_t *args,
-		   int32_t nargs, void *payload, tio_any_t *ret)
+static int tio_cmd_call(void *self, const tio_any_t *args, int32_t nargs,
+			tio_any_t *ret)
 {
+	const struct tio_cmd_desc *cmd = self;
 	tio_object_t *keep[2] = { NULL, NULL };
 	struct tio_ctx *ctx = tio_ctx_get();
+	struct tio_cmd c;
 
 	*ret = tio_any_none();
 	if (TIO_UNLIKELY(!ctx))
 		return -1;
-	memset(payload, 0, TIO_CMD_PAYLOAD);
-	if (tio_cmd_encode(cmd, args, nargs, payload, keep) ||
-	    tio_exec(ctx, cmd, payload))
+	memset(c.payload.bytes, 0, TIO_CMD_PAYLOAD);
+	if (tio_cmd_encode(cmd, args, nargs, c.payload.bytes, keep) ||
+	    tio_exec(ctx, cmd, c.payload.bytes))
 		return -1;
-	return tio_cmd_decode(ctx, cmd, payload, ret);
-}
-
-int tio_cmd_run(const struct tio_cmd_desc *cmd, const tio_any_t *args,
-		int32_t nargs, void *payload, tio_any_t *ret)
-{
-	return tio_cmd_run_inline(cmd, args, nargs, payload, ret);
-}
-
-/* The safe call of every command's FFI global: self is its row. */
-static int tio_cmd_call(void *self, const tio_any_t *args, int32_t nargs,
-			tio_any_t *ret)
-{
-	struct tio_cmd c;
-
-	return tio_cmd_run_inline(self, args, nargs, c.payload.bytes, ret);
+	return tio_cmd_decode(ctx, cmd, c.payload.bytes, ret);
 }
 
 /**

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <linux/tensorio.h>
 
@@ -89,6 +90,22 @@ enum tio_ret_kind {
 #define TIO_CMD_F_SIGNED 0x2	/* TIO_RET_INT: the field is signed */
 #define TIO_CMD_F_PUNT	0x4	/* the driver punts it to io-wq (uring issue) */
 
+struct tio_cmd_desc;
+
+/**
+ * struct tio_cmd_buf_ret - where a buffer-creating command leaves its buffer
+ * @kind: TIO_BUF_KIND_* of the new buffer
+ * @size: payload offset of its __u64 size
+ * @mmap_offset: payload offset of its __u64 mmap offset
+ * @addr: TIO_BUF_KIND_USER: payload offset of its __u64 user address
+ *
+ * The handle is at the row's @ret_offset.
+ */
+struct tio_cmd_buf_ret {
+	uint8_t kind;
+	uint16_t size, mmap_offset, addr;
+};
+
 /**
  * struct tio_cmd_desc - one driver command
  * @op: its ioctl number (TIO_IOC_*); _IOC_SIZE(@op) is the payload size,
@@ -98,12 +115,15 @@ enum tio_ret_kind {
  * @nreq: how many of @args a caller must pass
  * @args: the arguments in order, TIO_ARG_FIXED ones last
  * @ret: enum tio_ret_kind
- * @ret_offset: TIO_RET_INT: the result's payload offset
+ * @ret_offset: TIO_RET_INT: the result's payload offset; a buffer's
+ *	TIO_RET_OBJECT: its handle's
  * @ret_width: TIO_RET_INT: its width in bytes
+ * @buf: a buffer's TIO_RET_OBJECT: where the rest of the buffer is
  * @timeout_offset: TIO_CMD_F_WAIT: the payload offset of the __s64 timeout
  * @flags: TIO_CMD_F_*
  * @decode: TIO_RET_OBJECT: wrap the new handle (which the object then
- *	owns); 0, or -1 with an error raised and the handle freed
+ *	owns) of the completed @payload; 0, or -1 with an error raised and
+ *	the handle freed
  */
 struct tio_cmd_desc {
 	unsigned int op;
@@ -116,7 +136,9 @@ struct tio_cmd_desc {
 	uint16_t ret_offset;
 	uint16_t timeout_offset;
 	unsigned int flags;
-	int (*decode)(struct tio_ctx *ctx, const void *payload, tio_any_t *ret);
+	struct tio_cmd_buf_ret buf;
+	int (*decode)(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
+		      const void *payload, tio_any_t *ret);
 };
 
 extern const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT];
@@ -136,13 +158,44 @@ int tio_cmd_encode(const struct tio_cmd_desc *cmd, const tio_any_t *args,
 int tio_cmd_decode(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
 		   const void *payload, tio_any_t *ret);
 
+/* Raise "@cmd: argument @i+1 (name) must be @what". Returns -1. */
+int tio_cmd_arg_error(const struct tio_cmd_desc *cmd, int32_t i, const char *what);
+/* Raise the range error of int argument @i, which got @v. Returns -1. */
+int tio_cmd_range_error(const struct tio_cmd_desc *cmd, int32_t i, int64_t v);
+
+/* Store @v in the payload field of argument @a (4 or 8 bytes). */
+static inline void tio_cmd_store(void *payload, const struct tio_cmd_arg *a, uint64_t v)
+{
+	char *f = (char *)payload + a->offset;
+	uint32_t v32 = (uint32_t)v;
+
+	if (a->width == 8)
+		memcpy(f, &v, 8);
+	else
+		memcpy(f, &v32, 4);
+}
+
 /*
- * Encode, run and decode one command: what an FFI global and the C API
- * do. @payload (TIO_CMD_PAYLOAD bytes) keeps the outputs; @ret may be NULL
- * for commands that return no object.
+ * The C API's encoder: the @n typed arguments @v, in the row's order
+ * (objects as their handles), go straight into the payload at the row's
+ * offsets, range-checked as the FFI encoder checks them; the rest of the
+ * payload is zeroed. No FFI values on the way. 0, or -1 raised.
  */
-int tio_cmd_run(const struct tio_cmd_desc *cmd, const tio_any_t *args,
-		int32_t nargs, void *payload, tio_any_t *ret);
+static inline __attribute__((always_inline)) int
+tio_cmd_fill(const struct tio_cmd_desc *cmd, void *payload, const int64_t *v, int32_t n)
+{
+	const struct tio_cmd_arg *a;
+	int32_t i;
+
+	memset(payload, 0, _IOC_SIZE(cmd->op));
+	for (i = 0; i < n; i++) {
+		a = &cmd->args[i];
+		if (a->kind == TIO_ARG_INT && (v[i] < a->lo || v[i] > a->hi))
+			return tio_cmd_range_error(cmd, i, v[i]);
+		tio_cmd_store(payload, a, (uint64_t)v[i]);
+	}
+	return 0;
+}
 
 /* The row behind an FFI Function, or NULL for any other function. */
 const struct tio_cmd_desc *tio_cmd_of_func(tio_object_t *func);

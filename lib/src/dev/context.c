@@ -38,7 +38,7 @@ static int tio_ctx_create(struct tio_ctx **out)
 	if (!ctx)
 		return tio_raise_errno(ENOMEM, "allocating the context");
 	ctx->fd = -1;
-	ctx->refs = 1;	/* the published pointer's */
+	ctx->refs = TIO_CTX_HOLDER;	/* the published pointer's */
 	ctx->page_size = (size_t)sysconf(_SC_PAGESIZE);
 	if (!want || !*want || !strcmp(want, "kernel")) {
 		ret = tio_backend_kernel_open(ctx, why, sizeof(why));
@@ -104,17 +104,17 @@ struct tio_ctx *tio_ctx_hold_current(void)
 	pthread_mutex_lock(&tio_ctx_lock);
 	ctx = tio__ctx_cur;
 	if (ctx)
-		tio_ctx_hold(ctx);
+		tio_ctx_hold(ctx, TIO_CTX_HOLDER);
 	pthread_mutex_unlock(&tio_ctx_lock);
 	if (!ctx)
 		tio_raise_errno(ESHUTDOWN, "the context was shut down meanwhile");
 	return ctx;
 }
 
-/** tio_ctx_put() - drop a reference; the last one closes the backend */
-void tio_ctx_put(struct tio_ctx *ctx)
+/** tio_ctx_put() - drop a reference (@share as taken); the last one closes the backend */
+void tio_ctx_put(struct tio_ctx *ctx, int64_t share)
 {
-	if (__atomic_sub_fetch(&ctx->refs, 1, __ATOMIC_ACQ_REL))
+	if (__atomic_sub_fetch(&ctx->refs, share, __ATOMIC_ACQ_REL))
 		return;
 	ctx->ops->destroy(ctx);
 	free(ctx);
@@ -164,7 +164,7 @@ int tio_shutdown(void)
 	ctx = tio__ctx_cur;
 	if (!ctx)
 		goto out;
-	live = __atomic_load_n(&ctx->live, __ATOMIC_ACQUIRE);
+	live = TIO_CTX_OBJECTS(__atomic_load_n(&ctx->refs, __ATOMIC_ACQUIRE));
 	if (live) {
 		pthread_mutex_unlock(&tio_ctx_lock);
 		return tio_raise_errno(EBUSY, "tio_shutdown: %lld buffers or streams alive",
@@ -172,7 +172,7 @@ int tio_shutdown(void)
 	}
 	__atomic_store_n(&tio__ctx_cur, NULL, __ATOMIC_RELEASE);
 	tio_pinned_trim_ctx(ctx);
-	tio_ctx_put(ctx);	/* batches still holding it keep it */
+	tio_ctx_put(ctx, TIO_CTX_HOLDER);	/* batches still holding it keep it */
 out:
 	pthread_mutex_unlock(&tio_ctx_lock);
 	return 0;
@@ -182,5 +182,5 @@ int64_t tio_debug_live_handles(void)
 {
 	struct tio_ctx *ctx = __atomic_load_n(&tio__ctx_cur, __ATOMIC_ACQUIRE);
 
-	return ctx ? __atomic_load_n(&ctx->live, __ATOMIC_RELAXED) : 0;
+	return ctx ? TIO_CTX_OBJECTS(__atomic_load_n(&ctx->refs, __ATOMIC_RELAXED)) : 0;
 }

@@ -65,9 +65,10 @@ struct tio_backend_ops {
  * @info: the driver's INFO (emulated on the user backend)
  * @page_size: the system page size
  * @priv: the backend's state
- * @live: buffers and streams alive (atomic)
- * @refs: references (atomic): the published pointer's, each buffer's,
- *	stream's and batch's; the last tio_ctx_put() closes the backend
+ * @refs: references (atomic): TIO_CTX_HOLDER for the published pointer
+ *	and each batch, 1 for each buffer and stream (so the low half counts
+ *	the objects alive, and an object pays one atomic at each end); the
+ *	last tio_ctx_put() closes the backend
  */
 struct tio_ctx {
 	int kind;
@@ -76,7 +77,6 @@ struct tio_ctx {
 	struct tio_info info;
 	size_t page_size;
 	void *priv;
-	int64_t live;
 	int64_t refs;
 };
 
@@ -95,10 +95,13 @@ int tio_error_from_errno(int err, const char *what, tio_object_t **out);
 extern struct tio_ctx *tio__ctx_cur;
 struct tio_ctx *tio_ctx_get_slow(void);
 struct tio_ctx *tio_ctx_hold_current(void);
-void tio_ctx_put(struct tio_ctx *ctx);
-static inline void tio_ctx_hold(struct tio_ctx *ctx)
+/* A holder's share of @refs (the published pointer, a batch); an object's is 1. */
+#define TIO_CTX_HOLDER		(INT64_C(1) << 32)
+#define TIO_CTX_OBJECTS(refs)	((refs) & (TIO_CTX_HOLDER - 1))
+void tio_ctx_put(struct tio_ctx *ctx, int64_t share);
+static inline void tio_ctx_hold(struct tio_ctx *ctx, int64_t share)
 {
-	__atomic_fetch_add(&ctx->refs, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctx->refs, share, __ATOMIC_RELAXED);
 }
 static inline struct tio_ctx *tio_ctx_get(void)
 {
@@ -196,6 +199,19 @@ static inline int tio_exec(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
 		return tio_exec_failed(ctx, cmd, ret);
 	tio__errno = 0;
 	return 0;
+}
+
+/*
+ * The C API's command on an object: the object's @handle is v[0], its
+ * other arguments v[1..@n-1]; it runs with the context the object holds.
+ */
+static inline int tio_cmd_on(const struct tio_cmd_desc *cmd, struct tio_ctx *ctx,
+			     int64_t handle, int64_t *v, int32_t n, void *payload)
+{
+	v[0] = handle;
+	if (tio_cmd_fill(cmd, payload, v, n))
+		return -1;
+	return tio_exec(ctx, cmd, payload);
 }
 
 /* cmd_table.c: type indices of tio.Buffer and tio.Stream (-1: none yet). */

@@ -23,8 +23,7 @@ static void tio_stream_finalize(void *self)
 		s->ctx->ops->unmap(s->ctx, (void *)s->word, s->ctx->page_size);
 	s->ctx->ops->exec(s->ctx, TIO_IOC_STREAM_DESTROY, &op);
 	pthread_mutex_destroy(&s->lock);
-	__atomic_fetch_sub(&s->ctx->live, 1, __ATOMIC_RELEASE);
-	tio_ctx_put(s->ctx);
+	tio_ctx_put(s->ctx, 1);
 }
 
 /**
@@ -53,31 +52,36 @@ int tio_stream_wrap(struct tio_ctx *ctx, const struct tio_stream_create *sc,
 	s->seqno_offset = sc->seqno_offset;
 	s->ctx = ctx;
 	pthread_mutex_init(&s->lock, NULL);
-	__atomic_fetch_add(&ctx->live, 1, __ATOMIC_RELAXED);
-	tio_ctx_hold(ctx);
+	tio_ctx_hold(ctx, 1);
 	*out = s;
 	return 0;
 }
 
 int tio_stream_create(tio_stream_t **out)
 {
+	const struct tio_cmd_desc *cmd = &tio_cmds[TIO_CMD_STREAM_CREATE];
+	struct tio_ctx *ctx = tio_ctx_get();
 	struct tio_cmd c;
-	tio_any_t ret;
 
-	if (tio_cmd_run(&tio_cmds[TIO_CMD_STREAM_CREATE], NULL, 0, c.payload.bytes, &ret))
+	if (TIO_UNLIKELY(!ctx) || tio_cmd_fill(cmd, c.payload.bytes, NULL, 0) ||
+	    tio_exec(ctx, cmd, c.payload.bytes))
 		return -1;
-	*out = (tio_stream_t *)ret.v_obj;
-	return 0;
+	return tio_stream_wrap(ctx, (struct tio_stream_create *)c.payload.bytes, out);
 }
 
-/* Run a command on @s and its other arguments; the payload stays in @c. */
-static int tio_stream_cmd(enum tio_cmd_id id, tio_stream_t *s, tio_any_t *args,
-			  int32_t nargs, struct tio_cmd *c)
+/*
+ * Run a command on @s (v[0]) and its other arguments v[1..n-1], with the
+ * context @s holds; the payload stays in @c.
+ */
+static inline __attribute__((always_inline)) int
+tio_stream_cmd(enum tio_cmd_id id, tio_stream_t *s, int64_t *v,
+	       int32_t n, struct tio_cmd *c)
 {
-	tio_any_t ret;
+	const struct tio_cmd_desc *cmd = &tio_cmds[id];
 
-	args[0] = tio_any_object(&s->header);
-	return tio_cmd_run(&tio_cmds[id], args, nargs, c->payload.bytes, &ret);
+	if (TIO_UNLIKELY(!s))
+		return tio_cmd_arg_error(cmd, 0, "a tio.Stream");
+	return tio_cmd_on(cmd, s->ctx, s->handle, v, n, c->payload.bytes);
 }
 
 void tio_stream_decref(tio_stream_t *s)
@@ -93,10 +97,10 @@ uint32_t tio_stream_handle(const tio_stream_t *s)
 
 int tio_fence_emit(tio_stream_t *s, uint64_t *seqno)
 {
-	tio_any_t args[1];
+	int64_t v[1];
 	struct tio_cmd c;
 
-	if (tio_stream_cmd(TIO_CMD_FENCE_EMIT, s, args, 1, &c))
+	if (tio_stream_cmd(TIO_CMD_FENCE_EMIT, s, v, 1, &c))
 		return -1;
 	*seqno = ((struct tio_fence_emit *)c.payload.bytes)->seqno;
 	return 0;
@@ -104,18 +108,18 @@ int tio_fence_emit(tio_stream_t *s, uint64_t *seqno)
 
 int tio_fence_signal(tio_stream_t *s, uint64_t seqno, int error)
 {
-	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(error) };
+	int64_t v[3] = { 0, (int64_t)seqno, error };
 	struct tio_cmd c;
 
-	return tio_stream_cmd(TIO_CMD_FENCE_SIGNAL, s, args, 3, &c);
+	return tio_stream_cmd(TIO_CMD_FENCE_SIGNAL, s, v, 3, &c);
 }
 
 int tio_fence_wait(tio_stream_t *s, uint64_t seqno, int64_t timeout_ns, int *status)
 {
-	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(timeout_ns) };
+	int64_t v[3] = { 0, (int64_t)seqno, timeout_ns };
 	struct tio_cmd c;
 
-	if (tio_stream_cmd(TIO_CMD_FENCE_WAIT, s, args, 3, &c))
+	if (tio_stream_cmd(TIO_CMD_FENCE_WAIT, s, v, 3, &c))
 		return -1;
 	if (status)
 		*status = ((struct tio_fence_wait *)c.payload.bytes)->status;
@@ -158,10 +162,10 @@ uint64_t tio_stream_signalled(tio_stream_t *s)
 int tio_fence_export(tio_stream_t *s, uint64_t seqno,
 				unsigned int flags, int *fd)
 {
-	tio_any_t args[3] = { { 0 }, tio_any_int((int64_t)seqno), tio_any_int(flags) };
+	int64_t v[3] = { 0, (int64_t)seqno, flags };
 	struct tio_cmd c;
 
-	if (tio_stream_cmd(TIO_CMD_FENCE_EXPORT, s, args, 3, &c))
+	if (tio_stream_cmd(TIO_CMD_FENCE_EXPORT, s, v, 3, &c))
 		return -1;
 	*fd = ((struct tio_fence_export *)c.payload.bytes)->fd;
 	return 0;
@@ -169,10 +173,10 @@ int tio_fence_export(tio_stream_t *s, uint64_t seqno,
 
 int tio_fence_import(tio_stream_t *s, int fd, uint64_t *seqno)
 {
-	tio_any_t args[2] = { { 0 }, tio_any_int(fd) };
+	int64_t v[2] = { 0, fd };
 	struct tio_cmd c;
 
-	if (tio_stream_cmd(TIO_CMD_FENCE_IMPORT, s, args, 2, &c))
+	if (tio_stream_cmd(TIO_CMD_FENCE_IMPORT, s, v, 2, &c))
 		return -1;
 	*seqno = ((struct tio_fence_import *)c.payload.bytes)->seqno;
 	return 0;
