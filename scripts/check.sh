@@ -74,6 +74,7 @@ step bench-unit scripts/run-dir.sh build/tests/bench
 step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,sync
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
 step tioctl tests/tools/test-tioctl.sh
+step licenses tap "every SPDX identifier has its text in LICENSES/" scripts/check-licenses.sh
 step install tests/install/test-install.sh
 step dkms tests/install/test-dkms.sh
 step checkpatch tap "checkpatch --strict kmod/ uapi/" \
