@@ -58,7 +58,7 @@ nowarn() {
 	[ $rc = 0 ] && ! grep -qE 'warning:|error:' <<<"$out"
 }
 
-step build tap "build (make all)" make -s -j"$jobs" all
+step build tap "build (make all tests)" make -s -j"$jobs" all tests
 step lib-unit scripts/run-dir.sh build/tests/lib
 step lib-unit-asan bash -c "make -s -j$jobs -C lib SAN=1 &&
 	make -s -j$jobs -C tests/lib SAN=1 && scripts/run-dir.sh build/tests/lib-san"
@@ -75,6 +75,7 @@ step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,syn
 step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
 step tioctl tests/tools/test-tioctl.sh
 step licenses tap "every SPDX identifier has its text in LICENSES/" scripts/check-licenses.sh
+step man tap "man3 pages from kernel-doc, no warnings, one per export" scripts/man.sh build/man
 step install tests/install/test-install.sh
 step dkms tests/install/test-dkms.sh
 step checkpatch tap "checkpatch --strict kmod/ uapi/" \

@@ -35,16 +35,29 @@ typedef struct tio_safetensors tio_safetensors_t;
  */
 TIO_API int tio_safetensors_load(const char *path, tio_safetensors_t **out);
 
-/** tio_safetensors_free() - drop a loaded file (views stay valid) */
+/**
+ * tio_safetensors_free() - drop a loaded file (views stay valid)
+ * @st: the loaded file, or NULL
+ */
 TIO_API void tio_safetensors_free(tio_safetensors_t *st);
 
-/** tio_safetensors_count() - its number of tensors */
+/**
+ * tio_safetensors_count() - its number of tensors
+ * @st: the loaded file
+ */
 TIO_API int64_t tio_safetensors_count(const tio_safetensors_t *st);
 
-/** tio_safetensors_name() - the name of tensor @i (sorted by offset), or NULL */
+/**
+ * tio_safetensors_name() - the name of tensor @i (sorted by offset), or NULL
+ * @st: the loaded file
+ * @i: the index, 0 <= @i < count
+ */
 TIO_API const char *tio_safetensors_name(const tio_safetensors_t *st, int64_t i);
 
-/** tio_safetensors_buffer() - the buffer holding the whole file (borrowed) */
+/**
+ * tio_safetensors_buffer() - the buffer holding the whole file (borrowed)
+ * @st: the loaded file
+ */
 TIO_API tio_buffer_t *tio_safetensors_buffer(const tio_safetensors_t *st);
 
 /**
