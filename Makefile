@@ -97,6 +97,7 @@ install: all
 	    -e 's|@VERSION@|$(VERSION)|; s|^Libs.private:.*|Libs.private: '"$$($(MAKE) -s -C lib print-ldlibs)"'|' \
 	    lib/tensorio.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/tensorio.pc
 	install -m 0755 build/tools/tioctl $(DESTDIR)$(BINDIR)/
+	install -D -m 0644 tools/tioctl.bash-completion $(DESTDIR)$(COMPLETIONSDIR)/tioctl
 	install -m 0644 docs/man/libtensorio.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 docs/man/tensorio.4 $(DESTDIR)$(MANDIR)/man4/
 	install -m 0644 docs/man/tioctl.8 $(DESTDIR)$(MANDIR)/man8/

@@ -14,7 +14,7 @@ ksrc=$top/build/ksrc
 
 pkgs=(build-essential pkg-config kmod cpio xz-utils busybox-static
       qemu-system-x86 liburing-dev libdrm-dev libdlpack-dev libdw-dev
-      libjson-c-dev dpkg-dev sparse gnuplot-nox fio linux-headers-amd64
+      libjson-c-dev dpkg-dev jq sparse gnuplot-nox fio linux-headers-amd64
       linux-source-6.1 dkms flex bison bc libelf-dev libssl-dev
       valgrind clang libclang-rt-14-dev libamdhip64-dev)
 
