@@ -13,7 +13,7 @@ cache=${TIO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tensorio}
 ksrc=$top/build/ksrc
 
 pkgs=(build-essential pkg-config kmod cpio xz-utils busybox-static
-      qemu-system-x86 liburing-dev libdrm-dev libdlpack-dev libdw-dev
+      qemu-system-x86 liburing-dev libdrm-dev libdlpack-dev libdw-dev libunwind-dev
       libjson-c-dev dpkg-dev jq sparse gnuplot-nox fio linux-headers-amd64
       linux-source-6.1 dkms flex bison bc libelf-dev libssl-dev
       valgrind clang libclang-rt-14-dev libamdhip64-dev)
