@@ -69,6 +69,8 @@ struct tio_ctx {
 struct tio_ctx *tio_ctx_get(void);
 int tio_raise_errno(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+int tio_raise_file_errno(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 void tio_set_errno(int err);
 const char *tio_errno_kind(int err);
 int tio_error_from_errno(int err, const char *what, tio_object_t **out);
@@ -79,6 +81,10 @@ int tio_backend_user_open(struct tio_ctx *ctx, char *why, size_t len);
 extern const struct tio_backend_ops tio_backend_kernel_ops;
 extern const struct tio_backend_ops tio_backend_user_ops;
 
+/* explain.c: the cause of a failed command, for its error message. */
+void tio_cmd_explain(struct tio_ctx *ctx, unsigned int op, const void *payload,
+		     int err, char *why, size_t len);
+
 /* The name of a command ("BUF_ALLOC"), for messages. */
 const char *tio_op_name(unsigned int op);
 /* The payload size of a command, 0 for an unknown one. */
@@ -86,6 +92,7 @@ size_t tio_op_size(unsigned int op);
 
 /* desc.c: the driver's descriptor check, in userspace. */
 int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size);
+int tio_desc_explain(const struct tio_tensor_desc *d, uint64_t size, char *why, size_t len);
 
 /**
  * struct tio_buffer - a buffer object (FFI type tio.Buffer)

@@ -169,7 +169,7 @@ int tio_safetensors_load(const char *path, tio_safetensors_t **out)
 	if (!path)
 		return tio_raise_errno(EINVAL, "tio_safetensors_load: NULL path");
 	if (stat(path, &sb) < 0)
-		return tio_raise_errno(errno, "%s", path);
+		return tio_raise_file_errno(errno, "opening %s", path);
 	size = (uint64_t)sb.st_size;
 	if (size < 8)
 		return st_bad(path, "shorter than its 8-byte header length", NULL);
@@ -301,7 +301,7 @@ int tio_safetensors_save(const char *path, const char *const *names,
 		len8[k] = (unsigned char)((hlen + pad) >> (8 * k));
 	f = fopen(path, "wbe");
 	if (!f) {
-		tio_raise_errno(errno, "%s", path);
+		tio_raise_file_errno(errno, "creating %s", path);
 		goto out;
 	}
 	if (fwrite(len8, 8, 1, f) != 1 || fwrite(text, hlen, 1, f) != 1 ||
@@ -324,7 +324,7 @@ int tio_safetensors_save(const char *path, const char *const *names,
 	ret = 0;
 	goto out;
 io_err:
-	tio_raise_errno(errno ? errno : EIO, "writing %s", path);
+	tio_raise_file_errno(errno ? errno : EIO, "writing %s", path);
 out:
 	if (f)
 		fclose(f);
