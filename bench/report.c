@@ -71,57 +71,80 @@ void bench_print_header(FILE *f, const struct bench_header *h, const char *pfx)
 void bench_print_table(FILE *f, const struct bench_result *r, size_t n,
 		       const char *suite)
 {
-	char a[32], b[32], c[32], d[32], tp[40], ratio[48], tgt[80];
-	const char *unit = NULL;
-	size_t i, w = 4;
+	enum bench_unit unit = BENCH_NS;
+	size_t i, w = 4, rows = 0;
 
 	for (i = 0; i < n; i++) {
 		if (strcmp(r[i].suite, suite))
 			continue;
 		if (strlen(r[i].name) > w)
 			w = strlen(r[i].name);
-		unit = bench_unit_name(r[i].unit);
+		unit = r[i].unit;
+		rows++;
 	}
-	if (!unit)
+	if (!rows)
 		return;
-	fprintf(f, "\n== suite %s: cost per operation in %s/op "
-		"(min, median, mean, p99 of repeats)\n", suite, unit);
-	fprintf(f, "%-*s %10s %10s %10s %6s %10s %8s %12s %16s  %s\n", (int)w,
-		"case", "min", "median", "mean", "std%", "p99", "allocs",
-		"throughput", "ratio", "target");
-	for (i = 0; i < n; i++) {
-		const struct bench_result *x = &r[i];
-
-		if (strcmp(x->suite, suite))
-			continue;
-		if (x->status != BENCH_OK) {
-			fprintf(f, "%-*s %s: %s\n", (int)w, x->name,
-				x->status == BENCH_SKIPPED ? "skipped" : "FAILED",
-				x->why);
-			continue;
-		}
-		tp[0] = 0;
-		if (x->unit == BENCH_NS && x->bytes && x->st.median > 0)
-			snprintf(tp, sizeof(tp), "%.2f GB/s",
-				 (double)x->bytes / x->st.median);
-		else if (x->unit == BENCH_NS && x->st.median > 0)
-			snprintf(tp, sizeof(tp), "%.3g op/s", 1e9 / x->st.median);
-		ratio[0] = 0;
-		if (x->ratio > 0)
-			snprintf(ratio, sizeof(ratio), "%.3fx", x->ratio);
-		target_text(tgt, sizeof(tgt), x);
-		fprintf(f, "%-*s %10s %10s %10s %6.1f %10s %8.2f %12s %16s  %s\n",
-			(int)w, x->name, num(a, sizeof(a), x->st.min),
-			num(b, sizeof(b), x->st.median),
-			num(c, sizeof(c), x->st.mean),
-			x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0,
-			num(d, sizeof(d), x->st.p99), x->allocs_per_op, tp,
-			ratio, tgt);
-	}
+	bench_print_table_head(f, suite, unit, (int)w);
+	for (i = 0; i < n; i++)
+		if (!strcmp(r[i].suite, suite))
+			bench_print_row(f, &r[i], (int)w);
 	for (i = 0; i < n; i++)
 		if (!strcmp(r[i].suite, suite) && r[i].ref &&
 		    r[i].status == BENCH_OK && !strcmp(r[i].name, r[i].ref))
 			fprintf(f, "(ratio: median / median of %s)\n", r[i].ref);
+}
+
+/**
+ * bench_print_table_head() - a suite table's title and column names
+ * @f: where
+ * @suite: the suite
+ * @unit: its unit
+ * @w: width of the case column
+ */
+void bench_print_table_head(FILE *f, const char *suite, enum bench_unit unit, int w)
+{
+	fprintf(f, "\n== suite %s: cost per operation in %s/op "
+		"(min, median, mean of n repeats; p99 from %d samples on)\n", suite,
+		bench_unit_name(unit), BENCH_P99_MIN_SAMPLES);
+	fprintf(f, "%-*s %10s %10s %10s %6s %4s %10s %8s %12s %16s  %s\n", w,
+		"case", "min", "median", "mean", "std%", "n", "p99", "allocs",
+		"throughput", "ratio", "target");
+}
+
+/**
+ * bench_print_row() - one case's row, as soon as it finished
+ * @f: where
+ * @x: its result
+ * @w: width of the case column
+ */
+void bench_print_row(FILE *f, const struct bench_result *x, int w)
+{
+	char a[32], b[32], c[32], d[32], tp[40], ratio[48], tgt[80];
+
+	if (x->status != BENCH_OK) {
+		fprintf(f, "%-*s %s: %s\n", w, x->name,
+			x->status == BENCH_SKIPPED ? "skipped" : "FAILED", x->why);
+		return;
+	}
+	tp[0] = 0;
+	if (x->unit == BENCH_NS && x->bytes && x->st.median > 0)
+		snprintf(tp, sizeof(tp), "%.2f GB/s", (double)x->bytes / x->st.median);
+	else if (x->unit == BENCH_NS && x->st.median > 0)
+		snprintf(tp, sizeof(tp), "%.3g op/s", 1e9 / x->st.median);
+	ratio[0] = 0;
+	if (x->ratio > 0)
+		snprintf(ratio, sizeof(ratio), "%.3fx", x->ratio);
+	target_text(tgt, sizeof(tgt), x);
+	if (x->st.n >= BENCH_P99_MIN_SAMPLES)
+		num(d, sizeof(d), x->st.p99);
+	else
+		snprintf(d, sizeof(d), "-");
+	fprintf(f, "%-*s %10s %10s %10s %6.1f %4zu %10s %8.2f %12s %16s  %s\n",
+		w, x->name, num(a, sizeof(a), x->st.min),
+		num(b, sizeof(b), x->st.median), num(c, sizeof(c), x->st.mean),
+		x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0, x->st.n, d,
+		x->allocs_per_op, tp, ratio, tgt);
+	fflush(f);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -184,6 +207,8 @@ int bench_write_json(const char *path, const struct bench_header *h,
 		fprintf(f, "%s\"%s\": ", i ? ", " : "", hdr[i][0]);
 		json_str(f, hdr[i][1]);
 	}
+	fprintf(f, ", \"fast\": %s, \"repeats\": %d", h->fast ? "true" : "false",
+		h->repeats);
 	fputs("},\n  \"results\": [", f);
 	for (i = 0; i < n; i++) {
 		const struct bench_result *x = &r[i];
@@ -237,6 +262,7 @@ int bench_write_json(const char *path, const struct bench_header *h,
 			fputs(", \"target_ratio\": ", f);
 			json_num(f, x->target_ratio);
 		}
+		fprintf(f, ", \"n\": %zu", x->st.n);
 		fputs(", \"samples\": [", f);
 		for (j = 0; j < x->st.n; j++) {
 			if (j)
@@ -302,7 +328,8 @@ int bench_write_md(const char *path, const struct bench_header *h,
 			fprintf(f, "| %s | %s | %s | %s | %.1f | %.2f | ", x->name,
 				num(a, sizeof(a), x->st.min),
 				num(b, sizeof(b), x->st.median),
-				num(c, sizeof(c), x->st.p99),
+				x->st.n >= BENCH_P99_MIN_SAMPLES ?
+				num(c, sizeof(c), x->st.p99) : "-",
 				x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0,
 				x->allocs_per_op);
 			if (x->unit == BENCH_NS && x->bytes && x->st.median > 0)

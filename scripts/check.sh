@@ -69,6 +69,7 @@ step lib-tsan bash -c "make -s -j$jobs -C lib TSAN=1 &&
 	make -s -j$jobs -C tests/lib TSAN=1 && tests/fuzz/lib-checkers.sh tsan build/tests/lib-tsan"
 step lib-fuzz tests/fuzz/lib-checkers.sh libfuzz "${TIO_LIBFUZZ_SECS:-8}"
 step bench-unit scripts/run-dir.sh build/tests/bench
+step bench-cli tests/bench/test-tio-bench.sh
 # Every host suite once, briefly; the driver suite runs in the VM step
 # (build/kselftest/tio_bench_test).
 step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,sync

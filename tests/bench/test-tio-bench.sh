@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# tio-bench's command line: baselines on a fresh tree, paths checked before
+# anything runs, faults that name the path, the JSON header, two identical
+# --fast runs comparing clean. TAP output. (No timing is asserted.)
+top=$(cd "$(dirname "$0")/../.." && pwd)
+bench=$top/build/bench/tio-bench
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TIO_BENCH_BASELINES=$tmp/fresh/baselines
+one=(--fast --suite ffi --case breakdown/c-indirect-call)
+n=0 fail=0
+# t NAME WANT PATTERN CMD...: CMD exits WANT and its output matches PATTERN
+t() {
+	local name=$1 want=$2 pat=$3 out rc
+	shift 3
+	n=$((n + 1))
+	out=$("$@" 2>&1)
+	rc=$?
+	if [ "$rc" = "$want" ] && grep -q -- "$pat" <<<"$out"; then
+		echo "ok $n $name"
+	else
+		sed 's/^/# /' <<<"$out"
+		echo "not ok $n $name (exit $rc, want $want)"
+		fail=1
+	fi
+}
+echo "TAP version 13"
+t "--save-baseline creates its directory on a fresh tree" 0 "baseline saved: $TIO_BENCH_BASELINES/b1.json" \
+	"$bench" "${one[@]}" --save-baseline b1
+t "the JSON header records --fast and repeats; rows their sample count (jq)" 0 true \
+	jq -e '.header.fast == true and .header.repeats == 0 and .results[0].n == 3 and
+	       (.results[0].samples | length) == 3' "$TIO_BENCH_BASELINES/b1.json"
+t "two back-to-back --fast runs compare clean (too few samples to fail)" 0 \
+	"baseline: 1 same or faster, 0 warnings, 0 failures" "$bench" "${one[@]}" --baseline b1
+t "... and say why they are not judged" 0 "too few to tell from noise" "$bench" "${one[@]}" --baseline b1
+t "a missing baseline names the path and the fault, before running" 2 \
+	"baseline nope: $TIO_BENCH_BASELINES/nope.json: no such file" "$bench" "${one[@]}" --baseline nope
+echo '{"results": ' >"$TIO_BENCH_BASELINES/bad.json"
+t "a malformed baseline names the path and says not JSON" 2 "bad.json: not JSON" \
+	"$bench" "${one[@]}" --baseline bad
+echo '{"x": 1}' >"$TIO_BENCH_BASELINES/other.json"
+t "a JSON file that is no result says so" 2 "other.json: not a tio-bench result" \
+	"$bench" "${one[@]}" --baseline other
+t "nothing ran before a path fault" 0 "refused before running" bash -c \
+	"out=\$('$bench' ${one[*]} --baseline nope 2>&1); [ \$? = 2 ] && ! grep -q '== suite' <<<\"\$out\" &&
+	 echo 'refused before running'"
+t "an unwritable --json directory is refused before running" 2 "--json $tmp/none/x.json: cannot write in $tmp/none" \
+	"$bench" "${one[@]}" --json "$tmp/none/x.json"
+t "rows show the sample count and no p99 from 3 samples" 0 "c-indirect-call .* 3          - " \
+	"$bench" "${one[@]}"
+echo "1..$n"
+exit $fail
