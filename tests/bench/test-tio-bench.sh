@@ -49,5 +49,27 @@ t "an unwritable --json directory is refused before running" 2 "--json $tmp/none
 	"$bench" "${one[@]}" --json "$tmp/none/x.json"
 t "rows show the sample count and no p99 from 3 samples" 0 "c-indirect-call .* 3          - " \
 	"$bench" "${one[@]}"
+# Plots: one per question, GB/s for bytes moved, the target drawn.
+cat >"$tmp/io.json" <<'JSON'
+{"format": "tio-bench/1", "header": {"unit": "ns", "mode": "wall clock", "date": "d"},
+ "results": [
+  {"suite": "io", "case": "fio-io_uring", "status": "ok", "unit": "ns", "median": 1000000,
+   "min": 990000, "max": 1010000, "bytes_per_op": 4194304, "ref": "fio-io_uring", "ratio": 1, "samples": [1000000]},
+  {"suite": "io", "case": "read-pinned", "status": "ok", "unit": "ns", "median": 1100000,
+   "min": 1000000, "max": 1200000, "bytes_per_op": 4194304, "ref": "fio-io_uring",
+   "ratio": 1.1, "target_ratio": 1.11, "samples": [1100000]},
+  {"suite": "io", "case": "safetensors/small", "status": "ok", "unit": "ns", "median": 5000000,
+   "min": 5000000, "max": 5000000, "bytes_per_op": 67108864, "samples": [5000000]}]}
+JSON
+if command -v gnuplot >/dev/null; then
+	t "--plot: the page-cache reads and the safetensors load are two plots" 0 "io-safetensors.svg" \
+		bash -c "'$bench' --load '$tmp/io.json' --plot '$tmp/plots' >/dev/null && ls '$tmp/plots' && test -s '$tmp/plots/io.svg'"
+	t "--plot: bytes moved are plotted in GB/s, fio as a peer, read-pinned's target drawn" 0 \
+		'"read-pinned" 3.813 3.49525 4.1943 3.77865 0' cat "$tmp/plots/io.dat"
+	t "--plot: fio is drawn as a peer" 0 '"fio-io_uring" 4.1943 .* NaN 1$' cat "$tmp/plots/io.dat"
+	t "--plot: the GB/s axis says so" 0 "set ylabel 'GB/s" cat "$tmp/plots/io.gp"
+else
+	for i in 1 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP no gnuplot"; done
+fi
 echo "1..$n"
 exit $fail
