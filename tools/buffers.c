@@ -192,10 +192,7 @@ int cmd_import(struct tioctl_opts *o, int argc, char **argv)
 
 	if (tioctl_getopt(o, argc, argv, import_opts) != -1)
 		return EXIT_UNUSABLE;
-	i = tioctl_operands(argc, argv, 1, 1);
-	if (i < 0)
-		return EXIT_UNUSABLE;
-	ret = tioctl_lib_ready();
+	ret = tioctl_lib_operand(argc, argv, &i);
 	if (ret)
 		return ret;
 	fd = tioctl_get_fd(argv[i]);

@@ -54,6 +54,22 @@ int tioctl_lib_ready(void)
 }
 
 /**
+ * tioctl_lib_operand() - a library command's one operand, then the library
+ * @argc: argument count, argv[0] being the command, options parsed
+ * @argv: the arguments
+ * @idx: set to the operand's index in @argv
+ *
+ * Return: EXIT_OK, or the exit code after printing why.
+ */
+int tioctl_lib_operand(int argc, char **argv, int *idx)
+{
+	*idx = tioctl_operands(argc, argv, 1, 1);
+	if (*idx < 0)
+		return EXIT_UNUSABLE;
+	return tioctl_lib_ready();
+}
+
+/**
  * tioctl_parse_size() - "4096", "64K", "1M", "2G"
  * @s: the text
  * @out: the size in bytes

@@ -73,10 +73,7 @@ int cmd_safetensors(struct tioctl_opts *o, int argc, char **argv)
 
 	if (tioctl_getopt(o, argc, argv, st_opts) != -1)
 		return EXIT_UNUSABLE;
-	a = tioctl_operands(argc, argv, 1, 1);
-	if (a < 0)
-		return EXIT_UNUSABLE;
-	ret = tioctl_lib_ready();
+	ret = tioctl_lib_operand(argc, argv, &a);
 	if (ret)
 		return ret;
 	t0 = now_ms();

@@ -139,10 +139,7 @@ int cmd_wait(struct tioctl_opts *o, int argc, char **argv)
 			return tioctl_bad_usage("wait", "--timeout takes milliseconds, not '%s'",
 						optarg);
 	}
-	i = tioctl_operands(argc, argv, 1, 1);
-	if (i < 0)
-		return EXIT_UNUSABLE;
-	ret = tioctl_lib_ready();
+	ret = tioctl_lib_operand(argc, argv, &i);
 	if (ret)
 		return ret;
 	fd = tioctl_get_fd(argv[i]);

@@ -9,22 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export TIO_BENCH_BASELINES=$tmp/fresh/baselines
 one=(--fast --suite ffi --case breakdown/c-indirect-call)
-n=0 fail=0
-# t NAME WANT PATTERN CMD...: CMD exits WANT and its output matches PATTERN
-t() {
-	local name=$1 want=$2 pat=$3 out rc
-	shift 3
-	n=$((n + 1))
-	out=$("$@" 2>&1)
-	rc=$?
-	if [ "$rc" = "$want" ] && grep -q -- "$pat" <<<"$out"; then
-		echo "ok $n $name"
-	else
-		sed 's/^/# /' <<<"$out"
-		echo "not ok $n $name (exit $rc, want $want)"
-		fail=1
-	fi
-}
+. "$top/tests/include/tap.sh"
 echo "TAP version 13"
 t "--save-baseline creates its directory on a fresh tree" 0 "baseline saved: $TIO_BENCH_BASELINES/b1.json" \
 	"$bench" "${one[@]}" --save-baseline b1

@@ -39,47 +39,55 @@ static struct tio_tensor_desc u8_desc(int64_t n)
 
 DEV_FIXTURE(msg);
 
+/* One fault each: the field, the value it gets, what the message says. */
+enum { F_NDIM, F_BITS, F_LANES, F_CODE, F_EXTENT, F_FLAGS, F_STRIDE };
+
+static const struct {
+	int field;
+	int64_t value;
+	const char *says;
+} faults[] = {
+	{ F_NDIM, 9, "ndim 9 above the maximum of 8" },
+	{ F_BITS, 33, "bits 33" },
+	{ F_LANES, 0, "lanes 0" },
+	{ F_CODE, 99, "dtype code 99" },
+	{ F_EXTENT, -3, "shape[1] = -3 is a negative extent" },
+	{ F_FLAGS, 0x40, "unknown descriptor flags 0x40" },
+	{ F_STRIDE, 2, "strides[0] set without TIO_DESC_F_STRIDED" },
+};
+
+static struct tio_tensor_desc spoiled(int field, int64_t v)
+{
+	struct tio_tensor_desc d = u8_desc(16);
+
+	switch (field) {
+	case F_NDIM: d.ndim = (uint16_t)v; break;
+	case F_BITS: d.bits = (uint8_t)v; break;
+	case F_LANES: d.lanes = (uint16_t)v; break;
+	case F_CODE: d.code = (uint8_t)v; break;
+	case F_EXTENT: d.ndim = 2; d.shape[1] = v; break;
+	case F_FLAGS: d.flags = (uint16_t)v; break;
+	case F_STRIDE: d.strides[0] = v; break;
+	}
+	return d;
+}
+
 /* Each descriptor fault names the field; all stay EINVAL ValueErrors. */
 TEST_F(msg, set_desc_names_the_field)
 {
 	struct tio_tensor_desc d;
 	tio_buffer_t *b;
+	size_t i;
 
 	ASSERT_OK(tio_buffer_alloc(4096, NULL, &b));
-	d = u8_desc(16);
-	d.ndim = 9;
-	ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
-	ASSERT_CAUSE(EINVAL, "ValueError", "ndim 9 above the maximum of 8");
-	d = u8_desc(16);
-	d.bits = 33;
-	ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
-	ASSERT_CAUSE(EINVAL, "ValueError", "bits 33");
-	d = u8_desc(16);
-	d.lanes = 0;
-	ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
-	ASSERT_CAUSE(EINVAL, "ValueError", "lanes 0");
-	d = u8_desc(16);
-	d.code = 99;
-	ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
-	ASSERT_CAUSE(EINVAL, "ValueError", "dtype code 99");
-	d = u8_desc(16);
-	d.ndim = 2;
-	d.shape[1] = -3;
-	ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
-	ASSERT_CAUSE(EINVAL, "ValueError", "shape[1] = -3 is a negative extent");
-	d = u8_desc(16);
-	d.flags = 0x40;
-	ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
-	ASSERT_CAUSE(EINVAL, "ValueError", "unknown descriptor flags 0x40");
-	d = u8_desc(16);
-	d.strides[0] = 2;
-	ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
-	ASSERT_CAUSE(EINVAL, "ValueError", "strides[0] set without TIO_DESC_F_STRIDED");
-	/* Every message still says which command failed. */
-	d.strides[0] = 0;
-	d.ndim = 9;
-	ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
-	ASSERT_CAUSE(EINVAL, "ValueError", "BUF_SET_DESC");
+	for (i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		d = spoiled(faults[i].field, faults[i].value);
+		ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
+		ASSERT_CAUSE(EINVAL, "ValueError", faults[i].says);
+		/* Every message still says which command failed. */
+		ASSERT_EQ(-1, tio_buffer_set_desc(b, &d));
+		ASSERT_CAUSE(EINVAL, "ValueError", "BUF_SET_DESC");
+	}
 	tio_buffer_release(b);
 }
 

@@ -7,22 +7,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 tioctl=$top/build/tools/tioctl
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 fail=0
-# t NAME WANT PATTERN CMD...: CMD exits WANT and its stderr+stdout match PATTERN
-t() {
-	local name=$1 want=$2 pat=$3 out rc
-	shift 3
-	n=$((n + 1))
-	out=$("$@" 2>&1)
-	rc=$?
-	if [ "$rc" = "$want" ] && grep -q -- "$pat" <<<"$out"; then
-		echo "ok $n $name"
-	else
-		sed 's/^/# /' <<<"$out"
-		echo "not ok $n $name (exit $rc, want $want)"
-		fail=1
-	fi
-}
+. "$top/tests/include/tap.sh"
 # j NAME FILTER CMD...: CMD exits 0 and its stdout is JSON that jq -e FILTER accepts
 j() {
 	local name=$1 filter=$2 out rc
