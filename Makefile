@@ -2,8 +2,11 @@
 #
 # tensorio: kernel driver, library, tools, benchmarks and tests.
 #
-#   make              library, tools, benchmarks and test programs (host)
+#   make              library, tioctl, tio-bench and examples; installs nothing
+#   make tests        the test programs (need the kselftest headers: make deps)
+#   make man          man3 pages from the headers' kernel-doc (build/man)
 #   make modules      kmod/tensorio.ko against KDIR (or KVER)
+#   make install      see below; make deps installs the build and test packages
 #   make check        install what is missing, then every test
 #   make run          the main job: VM + module + overhead benchmark
 #   make bench        every benchmark suite available here
@@ -23,18 +26,35 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 	  $(lastword $(shell ls -d /usr/src/linux-headers-*-amd64 2>/dev/null | sort -V)))
 endif
 
-SUBDIRS := lib tools tests/lib tests/kselftest bench tests/fuzz tests/fault tests/stress examples
+PROGDIRS := lib tools bench examples
+TESTDIRS := tests/lib tests/kselftest tests/fuzz tests/fault tests/stress
+SUBDIRS := $(PROGDIRS) $(TESTDIRS)
 
-all: $(SUBDIRS:%=build-%)
+all: $(PROGDIRS:%=build-%)
 
 build-lib:
 	$(MAKE) -C lib
 
-$(filter-out build-lib,$(SUBDIRS:%=build-%)): build-lib | build/ksrc/.done
+build-tools build-examples: build-lib
 	$(MAKE) -C $(@:build-%=%)
 
-# The kselftests carry tioctl into the VM.
-build-tests/kselftest: build-tools
+build-bench: build-lib
+	$(MAKE) -C bench prog
+
+# Test programs: the kselftest harness comes from linux-source (make deps).
+tests: all $(TESTDIRS:%=build-%) build-bench-tests
+
+$(TESTDIRS:%=build-%) build-bench-tests: build-lib | build/ksrc/.done
+build-bench-tests:
+	$(MAKE) -C bench
+$(TESTDIRS:%=build-%):
+	$(MAKE) -C $(@:build-%=%)
+
+# The kselftests carry tioctl and tio-bench into the VM.
+build-tests/kselftest: build-tools build-bench-tests
+
+man:
+	@scripts/man.sh build/man
 
 # Import it with PYTHONPATH=python; pip install --no-build-isolation ./python
 # installs it (docs/python.md).
@@ -50,15 +70,27 @@ modules_clean:
 # make install [PREFIX=/usr/local] [DESTDIR=...]: library, headers (the
 # uapi header included), pkg-config file, tioctl and man pages.
 PREFIX ?= /usr/local
-LIBDIR ?= $(PREFIX)/lib
+# The multiarch directory where dpkg knows one (Debian), else lib.
+MULTIARCH ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)
+LIBDIR ?= $(PREFIX)/lib$(if $(MULTIARCH),/$(MULTIARCH))
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 VERSION := 0.1.0
 
+DOCDIR ?= $(PREFIX)/share/doc/tensorio
+COMPLETIONSDIR ?= $(PREFIX)/share/bash-completion/completions
+# The public headers include <dlpack/dlpack.h> (Debian: libdlpack-dev).
+DLPACK_INCLUDEDIR ?= /usr/include
+# Run after installing into the real root (no DESTDIR) so the loader finds
+# the new soname.
+LDCONFIG ?= ldconfig
+
 install: all
+	@test -e $(DLPACK_INCLUDEDIR)/dlpack/dlpack.h || \
+		{ echo "install: no $(DLPACK_INCLUDEDIR)/dlpack/dlpack.h (libdlpack-dev; DLPACK_INCLUDEDIR=)"; exit 1; }
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/tensorio \
-		$(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/linux $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR) \
 		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man4 $(DESTDIR)$(MANDIR)/man8
 	install -m 0755 build/lib/libtensorio.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libtensorio.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtensorio.so.0
@@ -70,12 +102,22 @@ install: all
 	install -m 0644 lib/include/tensorio/*.h $(DESTDIR)$(INCLUDEDIR)/tensorio/
 	install -m 0644 uapi/linux/tensorio.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@DLPACK_INCLUDEDIR@|$(DLPACK_INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|; s|^Libs.private:.*|Libs.private: '"$$($(MAKE) -s -C lib print-ldlibs)"'|' \
 	    lib/tensorio.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/tensorio.pc
 	install -m 0755 build/tools/tioctl $(DESTDIR)$(BINDIR)/
+	install -D -m 0644 tools/tioctl.bash-completion $(DESTDIR)$(COMPLETIONSDIR)/tioctl
 	install -m 0644 docs/man/libtensorio.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 docs/man/tensorio.4 $(DESTDIR)$(MANDIR)/man4/
 	install -m 0644 docs/man/tioctl.8 $(DESTDIR)$(MANDIR)/man8/
+	@if scripts/man.sh build/man; then \
+		install -m 0644 build/man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/; \
+	else \
+		echo "install: the per-function man3 pages are left out (see above)"; \
+	fi
+	install -m 0644 README.md CHANGELOG.md COPYING $(DESTDIR)$(DOCDIR)/
+	cp -r docs/*.md LICENSES $(DESTDIR)$(DOCDIR)/
+	$(if $(DESTDIR),,$(LDCONFIG))
 
 # The system side, for a real machine (as root): udev rule, modprobe.d
 # example and the module through DKMS.
@@ -93,7 +135,9 @@ deps:
 
 # The kselftest headers and checkpatch come from Debian's linux-source.
 build/ksrc/.done:
-	@scripts/deps.sh
+	@echo "make: the test programs need the kselftest headers from Debian's linux-source;" >&2
+	@echo "      'make deps' installs it and the other test packages (as root)" >&2
+	@exit 1
 
 check: deps
 	@scripts/check.sh
@@ -101,13 +145,13 @@ check: deps
 run: deps
 	@scripts/run.sh
 
-bench: deps all python
+bench: deps tests python
 	@scripts/bench.sh
 
 # make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release]: fuzz the driver
 # in the debug-kernel VM (default 3600 s; make check runs a bounded one).
 DURATION ?= 3600
-fuzz: deps all
+fuzz: deps tests
 	@tests/fuzz/run-fuzz.sh -d $(DURATION) $(if $(SEED),-s $(SEED)) $(if $(FUZZ_KVER),-k $(FUZZ_KVER))
 
 # Keeps build/ksrc (extracted from linux-source, slow to redo).
@@ -115,4 +159,4 @@ clean:
 	find build -mindepth 1 -maxdepth 1 ! -name ksrc -exec rm -rf {} + 2>/dev/null || true
 	@for d in $(SUBDIRS) python; do $(MAKE) -s -C $$d clean; done
 
-.PHONY: all $(SUBDIRS:%=build-%) python install install-system modules modules_clean deps check run bench fuzz clean
+.PHONY: all tests man build-bench-tests $(SUBDIRS:%=build-%) python install install-system modules modules_clean deps check run bench fuzz clean

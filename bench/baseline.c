@@ -36,6 +36,41 @@ int bench_baseline_path(const char *name, char *buf, size_t len)
 	return w < 0 || (size_t)w >= len ? -ENAMETOOLONG : 0;
 }
 
+/**
+ * bench_baseline_check() - can @path be compared against? Before any run
+ * @path: the baseline file
+ * @why: the fault, when there is one
+ * @len: room at @why
+ *
+ * Return: 0, or -1 with @why saying what is wrong with the file.
+ */
+int bench_baseline_check(const char *path, char *why, size_t len)
+{
+	struct json_object *root, *results;
+	int ok;
+
+	errno = 0;
+	root = json_object_from_file(path);
+	if (!root) {
+		if (errno == ENOENT)
+			snprintf(why, len, "no such file (save one first with --save-baseline)");
+		else if (errno)
+			snprintf(why, len, "%s", strerror(errno));
+		else
+			snprintf(why, len, "not JSON: %s", json_util_get_last_err() ?
+				 json_util_get_last_err() : "parse error");
+		return -1;
+	}
+	ok = json_object_object_get_ex(root, "results", &results) &&
+	     json_object_is_type(results, json_type_array);
+	json_object_put(root);
+	if (!ok) {
+		snprintf(why, len, "not a tio-bench result (no \"results\" array)");
+		return -1;
+	}
+	return 0;
+}
+
 static const char *str_of(struct json_object *o, const char *key)
 {
 	struct json_object *v;
@@ -56,6 +91,25 @@ static int num_of(struct json_object *o, const char *key, double *out)
 		return -1;
 	*out = json_object_get_double(v);
 	return 0;
+}
+
+/* An entry's per-repeat samples (malloc'd), and how many; 0 for none. */
+static size_t samples_of(struct json_object *e, double **out)
+{
+	struct json_object *a;
+	size_t i, n;
+
+	*out = NULL;
+	if (!json_object_object_get_ex(e, "samples", &a) ||
+	    !json_object_is_type(a, json_type_array))
+		return 0;
+	n = json_object_array_length(a);
+	*out = n ? malloc(n * sizeof(**out)) : NULL;
+	if (!*out)
+		return 0;
+	for (i = 0; i < n; i++)
+		(*out)[i] = json_object_get_double(json_object_array_get_idx(a, i));
+	return n;
 }
 
 /* The baseline entry for suite/case in the given unit, or NULL. */
@@ -84,7 +138,8 @@ static struct json_object *lookup(struct json_object *results,
  * @n: how many
  * @out: where to print one line per compared case and a summary (or NULL)
  *
- * Cases are matched by suite, name and unit; medians are compared.
+ * Cases are matched by suite, name and unit; medians are compared with
+ * bench_compare(): only a change beyond the runs' own noise warns or fails.
  *
  * Return: the worst verdict (BENCH_SAME, BENCH_WARN, BENCH_FAIL; BENCH_NEW
  * counts as BENCH_SAME), or -errno when the file cannot be read or is not
@@ -109,34 +164,52 @@ int bench_baseline_compare(const char *path, const struct bench_result *r,
 	}
 	if (out)
 		fprintf(out, "\n== baseline %s (median per case; > %.0f%% slower "
-			"warns, > %.0f%% fails)\n", path, BENCH_WARN_PCT,
+			"warns, > %.0f%% fails, when the 95%% bootstrap interval "
+			"of the change excludes 0)\n", path, BENCH_WARN_PCT,
 			BENCH_FAIL_PCT);
 	for (i = 0; i < n; i++) {
 		const struct bench_result *x = &r[i];
 		struct json_object *e;
 		enum bench_verdict v;
-		double base = 0, pct = 0;
+		struct bench_cmp cmp;
+		double base = 0, *bs = NULL;
+		size_t nb = 0;
 		static const char *const tag[] = { "ok", "new", "WARN", "FAIL" };
 
 		if (x->status != BENCH_OK)
 			continue;
 		e = lookup(results, x);
-		if (!e || num_of(e, "median", &base))
+		if (!e || num_of(e, "median", &base)) {
 			v = BENCH_NEW;
-		else
-			v = bench_verdict_of(base, x->st.median, &pct);
+		} else {
+			nb = samples_of(e, &bs);
+			if (!nb) {	/* an old baseline: its median only */
+				bs = &base;
+				nb = 1;
+			}
+			v = bench_compare(bs, nb, x->samples, x->st.n, &cmp);
+			if (bs != &base)
+				free(bs);
+		}
 		counts[v]++;
 		if (v != BENCH_NEW && (int)v > worst)
 			worst = v;
 		if (!out)
 			continue;
-		if (v == BENCH_NEW)
+		if (v == BENCH_NEW) {
 			fprintf(out, "%-4s %s/%s: not in the baseline\n", tag[v],
 				x->suite, x->name);
+			continue;
+		}
+		fprintf(out, "%-4s %s/%s: %.4g -> %.4g %s/op (%+.1f%%", tag[v],
+			x->suite, x->name, base, x->st.median,
+			bench_unit_name(x->unit), cmp.pct);
+		if (cmp.too_few)
+			fprintf(out, "; %zu and %zu samples: too few to tell from noise)\n",
+				nb, x->st.n);
 		else
-			fprintf(out, "%-4s %s/%s: %.4g -> %.4g %s/op (%+.1f%%)\n",
-				tag[v], x->suite, x->name, base, x->st.median,
-				bench_unit_name(x->unit), pct);
+			fprintf(out, ", 95%% CI %+.1f..%+.1f%%%s)\n", cmp.lo, cmp.hi,
+				cmp.noise ? ": within noise" : "");
 	}
 	if (out)
 		fprintf(out, "baseline: %u same or faster, %u warnings, %u "

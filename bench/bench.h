@@ -144,13 +144,33 @@ struct bench_header {
 	char date[32];
 	char mode[96];
 	enum bench_unit unit;
+	int fast;		/* --fast: short samples */
+	int repeats;		/* samples per case (0: the default, per unit) */
 };
+
+/* A p99 means something from this many samples on. */
+#define BENCH_P99_MIN_SAMPLES	100
 
 /* Baseline verdicts, in increasing severity. */
 enum bench_verdict { BENCH_SAME, BENCH_NEW, BENCH_WARN, BENCH_FAIL };
 
 #define BENCH_WARN_PCT	5.0
 #define BENCH_FAIL_PCT	10.0
+/* Below this many samples a side, a change cannot be told from noise. */
+#define BENCH_MIN_SAMPLES	5
+#define BENCH_BOOTSTRAP		2000
+
+/**
+ * struct bench_cmp - a case against its baseline
+ * @pct: change of the median in percent (positive: slower)
+ * @lo, @hi: its 95 % bootstrap confidence interval
+ * @too_few: a side had fewer than BENCH_MIN_SAMPLES samples
+ * @noise: slower by more than BENCH_WARN_PCT, but within noise
+ */
+struct bench_cmp {
+	double pct, lo, hi;
+	int too_few, noise;
+};
 
 /* Registry (registry.c). */
 void bench_register(struct bench_case *c);
@@ -160,6 +180,8 @@ struct bench_case *bench_cases(void);
 void bench_stats_compute(double *v, size_t n, struct bench_stats *st);
 double bench_percentile(const double *sorted, size_t n, double p);
 enum bench_verdict bench_verdict_of(double base, double cur, double *pct);
+enum bench_verdict bench_compare(const double *base, size_t nb, const double *cur,
+				 size_t nc, struct bench_cmp *cmp);
 
 /* Units. */
 const char *bench_unit_name(enum bench_unit u);
@@ -168,6 +190,8 @@ const char *bench_unit_name(enum bench_unit u);
 void bench_print_header(FILE *f, const struct bench_header *h, const char *prefix);
 void bench_print_table(FILE *f, const struct bench_result *r, size_t n,
 		       const char *suite);
+void bench_print_table_head(FILE *f, const char *suite, enum bench_unit unit, int w);
+void bench_print_row(FILE *f, const struct bench_result *x, int w);
 int bench_write_json(const char *path, const struct bench_header *h,
 		     const struct bench_result *r, size_t n);
 int bench_write_md(const char *path, const struct bench_header *h,
@@ -177,6 +201,7 @@ int bench_write_plots(const char *dir, const struct bench_header *h,
 
 /* Baselines (baseline.c): JSON files in the bench_write_json() format. */
 int bench_baseline_path(const char *name, char *buf, size_t len);
+int bench_baseline_check(const char *path, char *why, size_t len);
 int bench_baseline_compare(const char *path, const struct bench_result *r,
 			   size_t n, FILE *out);
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -156,6 +157,29 @@ static double timed(const struct bench_case *c, struct bench_run *run,
 	return run->manual_ns >= 0 ? run->manual_ns : t1 - t0;
 }
 
+/*
+ * On a terminal, a case whose samples take a while shows which sample it
+ * is at (on stderr, erased when the case ends): i < 0 erases.
+ */
+static void progress(const struct bench_case *c, int i, int repeats, double sample_ns)
+{
+	static int shown;
+
+	if (!isatty(STDERR_FILENO))
+		return;
+	if (i < 0) {
+		if (shown)
+			fputs("\r\033[K", stderr);
+		shown = 0;
+		return;
+	}
+	if (!shown && sample_ns < 2e8)	/* under 0.2 s a sample: no need */
+		return;
+	fprintf(stderr, "\r\033[K  %s/%s: sample %d of %d", c->suite, c->name,
+		i + 1, repeats);
+	shown = 1;
+}
+
 static void run_case(const struct opts *o, const struct bench_case *c,
 		     struct bench_result *res)
 {
@@ -226,11 +250,13 @@ static void run_case(const struct opts *o, const struct bench_case *c,
 	}
 	m0 = bench_malloc_count();
 	for (i = 0; i < repeats; i++) {
+		progress(c, i, repeats, t);
 		t = timed(c, &run, n, &err);
 		if (err)
 			goto failed;
 		res->samples[i] = t / ((double)n * ops);
 	}
+	progress(c, -1, 0, 0);
 	total = bench_malloc_count() - m0;
 	res->iters = n;
 	res->allocs_per_op = (double)total / ((double)n * ops * repeats);
@@ -259,6 +285,122 @@ failed:
 			 strerror(err < 0 ? -err : err));
 	if (c->teardown)
 		c->teardown(&run);
+}
+
+/* The ratio of result @i to its suite's reference row, once both exist. */
+static void set_ratio(struct bench_result *res, size_t i)
+{
+	size_t j, k;
+
+	for (k = 0; k <= i; k++) {
+		if (!res[k].ref || res[k].status != BENCH_OK || res[k].ratio > 0)
+			continue;
+		for (j = 0; j <= i; j++)
+			if (res[j].status == BENCH_OK &&
+			    !strcmp(res[j].suite, res[k].suite) &&
+			    !strcmp(res[j].name, res[k].ref) && res[j].st.median > 0)
+				res[k].ratio = res[k].st.median / res[j].st.median;
+	}
+}
+
+/* The case column's width: the longest selected name of the suite. */
+static int name_width(const struct opts *o, const char *suite)
+{
+	const struct bench_case *c;
+	size_t w = 4;
+
+	for (c = bench_cases(); c; c = c->next)
+		if (selected(o, c) && !strcmp(c->suite, suite) && strlen(c->name) > w)
+			w = strlen(c->name);
+	return (int)w;
+}
+
+/* mkdir -p of @path's directory part (the file itself is not made). */
+static int make_parent(const char *path)
+{
+	char dir[4096], *p;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	p = strrchr(dir, '/');
+	if (!p || p == dir)
+		return 0;
+	*p = 0;
+	for (p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(dir, 0777) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(dir, 0777) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* An output file: its directory must exist (or be made) and be writable. */
+static int check_output(const char *opt, const char *path, int make_dir)
+{
+	char dir[4096], *p;
+	int err = 0;
+
+	if (!strcmp(path, "-"))
+		return 0;
+	if (make_dir)
+		err = make_parent(path);
+	snprintf(dir, sizeof(dir), "%s", path);
+	p = strrchr(dir, '/');
+	if (!p)
+		snprintf(dir, sizeof(dir), ".");
+	else if (p == dir)
+		dir[1] = 0;
+	else
+		*p = 0;
+	if (!err && access(dir, W_OK))
+		err = -errno;
+	if (!err && !access(path, F_OK) && access(path, W_OK))
+		err = -errno;
+	if (err)
+		fprintf(stderr, "tio-bench: %s %s: %s%s: %s\n", opt, path,
+			make_dir ? "cannot create or write " : "cannot write in ",
+			dir, strerror(-err));
+	return err;
+}
+
+/* Every path the run will use, checked before the first case runs. */
+static int check_paths(const struct opts *o)
+{
+	char path[4096], why[256];
+
+	if ((o->json && check_output("--json", o->json, 0)) ||
+	    (o->md && check_output("--md", o->md, 0)))
+		return -1;
+	if (o->plot) {
+		snprintf(path, sizeof(path), "%s/x", o->plot);
+		if (check_output("--plot", path, 1))
+			return -1;
+	}
+	if (o->save) {
+		if (bench_baseline_path(o->save, path, sizeof(path))) {
+			fprintf(stderr, "tio-bench: --save-baseline %s: name too long\n", o->save);
+			return -1;
+		}
+		if (check_output("--save-baseline", path, 1))
+			return -1;
+	}
+	if (o->baseline) {
+		if (bench_baseline_path(o->baseline, path, sizeof(path))) {
+			fprintf(stderr, "tio-bench: --baseline %s: name too long\n", o->baseline);
+			return -1;
+		}
+		if (bench_baseline_check(path, why, sizeof(why))) {
+			fprintf(stderr, "tio-bench: --baseline %s: %s: %s\n", o->baseline,
+				path, why);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static void usage(FILE *f)
@@ -375,14 +517,22 @@ int main(int argc, char **argv)
 		perror("tio-bench");
 		return 1;
 	}
+	if (check_paths(&o))
+		return 2;
 	make_header(&h, o.unit);
+	h.fast = o.fast;
+	h.repeats = o.repeat;
 	bench_print_header(stdout, &h, "# ");
 	fflush(stdout);
 	i = 0;
 	for (c = bench_cases(); c; c = c->next) {
 		if (!selected(&o, c))
 			continue;
+		if (!i || strcmp(res[i - 1].suite, c->suite))
+			bench_print_table_head(stdout, c->suite, o.unit, name_width(&o, c->suite));
 		run_case(&o, c, &res[i]);
+		set_ratio(res, i);
+		bench_print_row(stdout, &res[i], name_width(&o, c->suite));
 		if (o.tap) {
 			if (res[i].status == BENCH_OK)
 				printf("ok %zu - %s/%s\n", i + 1, c->suite, c->name);
@@ -400,17 +550,10 @@ int main(int argc, char **argv)
 	}
 	if (o.tap)
 		printf("1..%zu\n", n);
-	/* Ratios to the reference rows. */
-	for (i = 0; i < n; i++) {
-		if (!res[i].ref || res[i].status != BENCH_OK)
-			continue;
-		for (j = 0; j < n; j++)
-			if (res[j].status == BENCH_OK &&
-			    !strcmp(res[j].suite, res[i].suite) &&
-			    !strcmp(res[j].name, res[i].ref) &&
-			    res[j].st.median > 0)
-				res[i].ratio = res[i].st.median / res[j].st.median;
-	}
+	/* A reference that ran after its rows: their ratios now. */
+	for (i = 0; i < n; i++)
+		set_ratio(res, i);
+	goto written;
 report:
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < i; j++)
@@ -421,6 +564,7 @@ report:
 		if (res[i].status == BENCH_FAILED)
 			rc = 1;
 	}
+written:
 	if (o.json && (err = bench_write_json(o.json, &h, res, n))) {
 		fprintf(stderr, "tio-bench: %s: %s\n", o.json, strerror(-err));
 		rc = 1;

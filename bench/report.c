@@ -71,57 +71,80 @@ void bench_print_header(FILE *f, const struct bench_header *h, const char *pfx)
 void bench_print_table(FILE *f, const struct bench_result *r, size_t n,
 		       const char *suite)
 {
-	char a[32], b[32], c[32], d[32], tp[40], ratio[48], tgt[80];
-	const char *unit = NULL;
-	size_t i, w = 4;
+	enum bench_unit unit = BENCH_NS;
+	size_t i, w = 4, rows = 0;
 
 	for (i = 0; i < n; i++) {
 		if (strcmp(r[i].suite, suite))
 			continue;
 		if (strlen(r[i].name) > w)
 			w = strlen(r[i].name);
-		unit = bench_unit_name(r[i].unit);
+		unit = r[i].unit;
+		rows++;
 	}
-	if (!unit)
+	if (!rows)
 		return;
-	fprintf(f, "\n== suite %s: cost per operation in %s/op "
-		"(min, median, mean, p99 of repeats)\n", suite, unit);
-	fprintf(f, "%-*s %10s %10s %10s %6s %10s %8s %12s %16s  %s\n", (int)w,
-		"case", "min", "median", "mean", "std%", "p99", "allocs",
-		"throughput", "ratio", "target");
-	for (i = 0; i < n; i++) {
-		const struct bench_result *x = &r[i];
-
-		if (strcmp(x->suite, suite))
-			continue;
-		if (x->status != BENCH_OK) {
-			fprintf(f, "%-*s %s: %s\n", (int)w, x->name,
-				x->status == BENCH_SKIPPED ? "skipped" : "FAILED",
-				x->why);
-			continue;
-		}
-		tp[0] = 0;
-		if (x->unit == BENCH_NS && x->bytes && x->st.median > 0)
-			snprintf(tp, sizeof(tp), "%.2f GB/s",
-				 (double)x->bytes / x->st.median);
-		else if (x->unit == BENCH_NS && x->st.median > 0)
-			snprintf(tp, sizeof(tp), "%.3g op/s", 1e9 / x->st.median);
-		ratio[0] = 0;
-		if (x->ratio > 0)
-			snprintf(ratio, sizeof(ratio), "%.3fx", x->ratio);
-		target_text(tgt, sizeof(tgt), x);
-		fprintf(f, "%-*s %10s %10s %10s %6.1f %10s %8.2f %12s %16s  %s\n",
-			(int)w, x->name, num(a, sizeof(a), x->st.min),
-			num(b, sizeof(b), x->st.median),
-			num(c, sizeof(c), x->st.mean),
-			x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0,
-			num(d, sizeof(d), x->st.p99), x->allocs_per_op, tp,
-			ratio, tgt);
-	}
+	bench_print_table_head(f, suite, unit, (int)w);
+	for (i = 0; i < n; i++)
+		if (!strcmp(r[i].suite, suite))
+			bench_print_row(f, &r[i], (int)w);
 	for (i = 0; i < n; i++)
 		if (!strcmp(r[i].suite, suite) && r[i].ref &&
 		    r[i].status == BENCH_OK && !strcmp(r[i].name, r[i].ref))
 			fprintf(f, "(ratio: median / median of %s)\n", r[i].ref);
+}
+
+/**
+ * bench_print_table_head() - a suite table's title and column names
+ * @f: where
+ * @suite: the suite
+ * @unit: its unit
+ * @w: width of the case column
+ */
+void bench_print_table_head(FILE *f, const char *suite, enum bench_unit unit, int w)
+{
+	fprintf(f, "\n== suite %s: cost per operation in %s/op "
+		"(min, median, mean of n repeats; p99 from %d samples on)\n", suite,
+		bench_unit_name(unit), BENCH_P99_MIN_SAMPLES);
+	fprintf(f, "%-*s %10s %10s %10s %6s %4s %10s %8s %12s %16s  %s\n", w,
+		"case", "min", "median", "mean", "std%", "n", "p99", "allocs",
+		"throughput", "ratio", "target");
+}
+
+/**
+ * bench_print_row() - one case's row, as soon as it finished
+ * @f: where
+ * @x: its result
+ * @w: width of the case column
+ */
+void bench_print_row(FILE *f, const struct bench_result *x, int w)
+{
+	char a[32], b[32], c[32], d[32], tp[40], ratio[48], tgt[80];
+
+	if (x->status != BENCH_OK) {
+		fprintf(f, "%-*s %s: %s\n", w, x->name,
+			x->status == BENCH_SKIPPED ? "skipped" : "FAILED", x->why);
+		return;
+	}
+	tp[0] = 0;
+	if (x->unit == BENCH_NS && x->bytes && x->st.median > 0)
+		snprintf(tp, sizeof(tp), "%.2f GB/s", (double)x->bytes / x->st.median);
+	else if (x->unit == BENCH_NS && x->st.median > 0)
+		snprintf(tp, sizeof(tp), "%.3g op/s", 1e9 / x->st.median);
+	ratio[0] = 0;
+	if (x->ratio > 0)
+		snprintf(ratio, sizeof(ratio), "%.3fx", x->ratio);
+	target_text(tgt, sizeof(tgt), x);
+	if (x->st.n >= BENCH_P99_MIN_SAMPLES)
+		num(d, sizeof(d), x->st.p99);
+	else
+		snprintf(d, sizeof(d), "-");
+	fprintf(f, "%-*s %10s %10s %10s %6.1f %4zu %10s %8.2f %12s %16s  %s\n",
+		w, x->name, num(a, sizeof(a), x->st.min),
+		num(b, sizeof(b), x->st.median), num(c, sizeof(c), x->st.mean),
+		x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0, x->st.n, d,
+		x->allocs_per_op, tp, ratio, tgt);
+	fflush(f);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -184,6 +207,8 @@ int bench_write_json(const char *path, const struct bench_header *h,
 		fprintf(f, "%s\"%s\": ", i ? ", " : "", hdr[i][0]);
 		json_str(f, hdr[i][1]);
 	}
+	fprintf(f, ", \"fast\": %s, \"repeats\": %d", h->fast ? "true" : "false",
+		h->repeats);
 	fputs("},\n  \"results\": [", f);
 	for (i = 0; i < n; i++) {
 		const struct bench_result *x = &r[i];
@@ -237,6 +262,7 @@ int bench_write_json(const char *path, const struct bench_header *h,
 			fputs(", \"target_ratio\": ", f);
 			json_num(f, x->target_ratio);
 		}
+		fprintf(f, ", \"n\": %zu", x->st.n);
 		fputs(", \"samples\": [", f);
 		for (j = 0; j < x->st.n; j++) {
 			if (j)
@@ -302,7 +328,8 @@ int bench_write_md(const char *path, const struct bench_header *h,
 			fprintf(f, "| %s | %s | %s | %s | %.1f | %.2f | ", x->name,
 				num(a, sizeof(a), x->st.min),
 				num(b, sizeof(b), x->st.median),
-				num(c, sizeof(c), x->st.p99),
+				x->st.n >= BENCH_P99_MIN_SAMPLES ?
+				num(c, sizeof(c), x->st.p99) : "-",
 				x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0,
 				x->allocs_per_op);
 			if (x->unit == BENCH_NS && x->bytes && x->st.median > 0)
@@ -340,66 +367,175 @@ static int run_gnuplot(const char *script)
 	return 0;
 }
 
-/* One suite: a bar per case (median), with min..p99 as an error bar. */
-static int plot_suite(const char *dir, const struct bench_header *h,
-		      const struct bench_result *r, size_t n, const char *suite)
-{
-	char dat[4096], gp[4096];
-	const char *unit = "ns";
-	FILE *f;
-	size_t i, rows = 0;
-	int term, err;
+/*
+ * One plot per question: cases whose name starts with one of these
+ * prefixes are plotted apart from the rest of their suite (a page-cache
+ * read and an O_DIRECT file load answer different questions, as do a
+ * copy's bandwidth and a call's latency).
+ */
+static const struct {
+	const char *suite, *prefix, *question;
+} plot_groups[] = {
+	{ "io", "safetensors/", "safetensors load (O_DIRECT, file to pinned buffer)" },
+	{ "gpu", "h2d/", "host to device copies" },
+	{ "gpu", "d2h/", "device to host copies" },
+};
 
-	snprintf(dat, sizeof(dat), "%s/%s.dat", dir, suite);
-	snprintf(gp, sizeof(gp), "%s/%s.gp", dir, suite);
+#define NGROUPS (sizeof(plot_groups) / sizeof(plot_groups[0]))
+
+/* The group of a case of @suite: an index in plot_groups, or -1 (the rest). */
+static int plot_group_of(const char *suite, const char *name)
+{
+	size_t g;
+
+	for (g = 0; g < NGROUPS; g++)
+		if (!strcmp(suite, plot_groups[g].suite) &&
+		    !strncmp(name, plot_groups[g].prefix, strlen(plot_groups[g].prefix)))
+			return (int)g;
+	return -1;
+}
+
+/* Peers: other projects' mechanisms, drawn in their own colour. */
+static int is_peer(const char *name)
+{
+	return strstr(name, "peer/") || !strncmp(name, "fio", 3) || strstr(name, "ref/");
+}
+
+/* Its GB/s (when it moves bytes) or its cost per operation. */
+static double plot_value(const struct bench_result *x, double cost, int gbps)
+{
+	return gbps ? (cost > 0 ? (double)x->bytes / cost : 0) : cost;
+}
+
+/* The target in the plotted unit, or 0: a cost, or a ratio to a reference. */
+static double plot_target(const struct bench_result *r, size_t n,
+			  const struct bench_result *x, int gbps)
+{
+	size_t i;
+
+	if (x->target > 0 && x->unit == BENCH_NS)
+		return plot_value(x, x->target, gbps);
+	if (!(x->target_ratio > 0) || !x->ref)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (r[i].status == BENCH_OK && !strcmp(r[i].suite, x->suite) &&
+		    !strcmp(r[i].name, x->ref) && r[i].st.median > 0)
+			/* "<= 0.9x the reference's cost": GB/s of 1/0.9 x. */
+			return gbps ? plot_value(&r[i], r[i].st.median, 1) / x->target_ratio :
+			       r[i].st.median * x->target_ratio;
+	return 0;
+}
+
+/*
+ * One question of a suite: a bar per case (median; whiskers min..max),
+ * in GB/s when every case moves bytes (higher is better), else in
+ * cost per operation on a log scale; targets as red marks, peers grey.
+ */
+static int plot_question(const char *dir, const struct bench_header *h,
+			 const struct bench_result *r, size_t n, const char *suite,
+			 int group)
+{
+	char dat[4096], gp[4096], base[512];
+	const char *unit = "ns";
+	size_t i, rows = 0, longest = 4;
+	int term, gbps = 1;
+	FILE *f;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(r[i].suite, suite) || r[i].status != BENCH_OK ||
+		    plot_group_of(suite, r[i].name) != group)
+			continue;
+		rows++;
+		unit = bench_unit_name(r[i].unit);
+		if (!r[i].bytes || r[i].unit != BENCH_NS)
+			gbps = 0;
+		if (strlen(r[i].name) > longest)
+			longest = strlen(r[i].name);
+	}
+	if (!rows)
+		return 0;
+	if (group < 0)
+		snprintf(base, sizeof(base), "%s/%s", dir, suite);
+	else
+		snprintf(base, sizeof(base), "%s/%s-%.*s", dir, suite,
+			 (int)strcspn(plot_groups[group].prefix, "/"), plot_groups[group].prefix);
+	snprintf(dat, sizeof(dat), "%s.dat", base);
+	snprintf(gp, sizeof(gp), "%s.gp", base);
 	f = fopen(dat, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "# case median min p99 (%s/op)\n", unit);
+	fprintf(f, "# case value low high target peer (%s)\n", gbps ? "GB/s" : unit);
 	for (i = 0; i < n; i++) {
-		if (strcmp(r[i].suite, suite) || r[i].status != BENCH_OK)
+		const struct bench_result *x = &r[i];
+		char target[32] = "NaN";
+		double t;
+
+		if (strcmp(x->suite, suite) || x->status != BENCH_OK ||
+		    plot_group_of(suite, x->name) != group)
 			continue;
-		unit = bench_unit_name(r[i].unit);
-		fprintf(f, "\"%s\" %g %g %g\n", r[i].name, r[i].st.median,
-			r[i].st.min, r[i].st.p99);
-		rows++;
+		t = plot_target(r, n, x, gbps);
+		if (t > 0)
+			snprintf(target, sizeof(target), "%g", t);
+		fprintf(f, "\"%s\" %g %g %g %s %d\n", x->name,
+			plot_value(x, x->st.median, gbps),
+			plot_value(x, gbps ? x->st.max : x->st.min, gbps),
+			plot_value(x, gbps ? x->st.min : x->st.max, gbps),
+			target, is_peer(x->name) ? 1 : 0);
 	}
 	if (fclose(f))
 		return -errno;
-	if (!rows)
-		return 0;
 	f = fopen(gp, "w");
 	if (!f)
 		return -errno;
 	for (term = 0; term < 2; term++) {
-		fprintf(f, "set terminal %s size %zu,640\n",
-			term ? "pngcairo" : "svg",
-			rows < 12 ? (size_t)720 : 240 + rows * 40);
-		fprintf(f, "set output '%s/%s.%s'\n", dir, suite,
-			term ? "png" : "svg");
-		fprintf(f, "set title \"tio-bench %s, %s/op (%s, %s)\" noenhanced\n",
-			suite, unit, h->mode, h->date);
+		fprintf(f, "set terminal %s size %zu,%zu\n", term ? "pngcairo" : "svg",
+			rows < 12 ? (size_t)760 : 280 + rows * 42, 420 + longest * 6);
+		fprintf(f, "set output '%s.%s'\n", base, term ? "png" : "svg");
+		fprintf(f, "set title \"tio-bench %s%s%s: %s (%s, %s)\" noenhanced\n", suite,
+			group < 0 ? "" : ", ", group < 0 ? "" : plot_groups[group].question,
+			gbps ? "GB/s, higher is better" : "cost per operation, lower is better",
+			h->mode, h->date);
 		fputs("set style fill solid 0.6 border -1\n"
 		      "set boxwidth 0.7\n"
-		      "set logscale y\n"
 		      "set grid ytics\n"
-		      "set key off\n"
-		      "set bmargin 12\n"
-		      "set xtics rotate by -50 noenhanced\n", f);
-		fprintf(f, "set ylabel '%s/op (log scale; bar: median, "
-			"whiskers: min..p99)'\n", unit);
-		fprintf(f, "plot '%s' using 0:2:xtic(1) with boxes, "
-			"'' using 0:2:3:4 with yerrorbars lc rgb 'black' pt 0\n",
+		      "set key top left noenhanced\n"
+		      "set xtics rotate by -45 noenhanced\n", f);
+		/* Room for the longest label, rotated 45 degrees: none is clipped. */
+		fprintf(f, "set lmargin 12\nset bmargin %zu\nset rmargin %zu\n",
+			2 + longest * 4 / 10, 4 + longest * 6 / 10);
+		fprintf(f, "set offsets 0.5, 0.5, 0, 0\n");
+		if (gbps)
+			fputs("set ylabel 'GB/s, median (whiskers: all samples)'\n"
+			      "set yrange [0:*]\n", f);
+		else
+			fprintf(f, "set logscale y\nset ylabel '%s/op, median (log)'\n", unit);
+		fprintf(f, "plot '%s' using 0:($6 != 0 ? NaN : $2):xtic(1) with boxes lc rgb '#4a78b5' title 'tensorio', "
+			"'' using 0:($6 != 0 ? $2 : NaN) with boxes lc rgb '#999999' title 'peer', "
+			"'' using 0:2:3:4 with yerrorbars lc rgb 'black' pt 0 notitle, "
+			"'' using 0:5 with points pt 2 ps 2 lw 2 lc rgb 'red' title 'target'\n",
 			dat);
 	}
 	if (fclose(f))
 		return -errno;
-	err = run_gnuplot(gp);
-	return err;
+	return run_gnuplot(gp);
+}
+
+/* A suite: its questions, each its own plot. */
+static int plot_suite(const char *dir, const struct bench_header *h,
+		      const struct bench_result *r, size_t n, const char *suite)
+{
+	int g, err;
+
+	for (g = -1; g < (int)NGROUPS; g++) {
+		err = plot_question(dir, h, r, n, suite, g);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /**
- * bench_write_plots() - SVG and PNG bar charts, one per suite, via gnuplot
+ * bench_write_plots() - SVG and PNG charts, one per question, via gnuplot
  * @dir: output directory (created)
  * @h: run header
  * @r: results

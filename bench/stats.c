@@ -4,7 +4,9 @@
  * functions, unit-tested by tests/bench/test_bench_stats.c.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bench.h"
 
@@ -97,6 +99,97 @@ enum bench_verdict bench_verdict_of(double base, double cur, double *pct)
 	if (d > BENCH_WARN_PCT)
 		return BENCH_WARN;
 	return BENCH_SAME;
+}
+
+/* xorshift64*: a fixed-seed generator, so that a comparison is repeatable. */
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * UINT64_C(2685821657736338717);
+}
+
+static double resampled_median(const double *v, size_t n, double *tmp, uint64_t *rng)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		tmp[i] = v[rng_next(rng) % n];
+	qsort(tmp, n, sizeof(*tmp), cmp_double);
+	return bench_percentile(tmp, n, 50);
+}
+
+/**
+ * bench_compare() - is this run slower than the baseline, beyond noise?
+ * @base: the baseline's per-repeat samples
+ * @nb: how many
+ * @cur: this run's per-repeat samples
+ * @nc: how many
+ * @cmp: filled in: the change of the medians in percent and its 95 %
+ *	 bootstrap confidence interval
+ *
+ * The change is that of the medians. Its confidence interval comes from
+ * BENCH_BOOTSTRAP resamples of both sample sets (with replacement, fixed
+ * seed), as Criterion does. A change counts only when the whole interval
+ * lies above zero: a difference that resampling the runs' own dispersion
+ * reproduces is noise. A real change then warns above BENCH_WARN_PCT and
+ * fails above BENCH_FAIL_PCT. With fewer than BENCH_MIN_SAMPLES samples on
+ * either side (--fast takes 3) nothing can be told from noise: the verdict
+ * is BENCH_SAME, with @cmp->too_few set.
+ *
+ * Return: the verdict (BENCH_NEW when there is nothing to compare).
+ */
+enum bench_verdict bench_compare(const double *base, size_t nb, const double *cur,
+				 size_t nc, struct bench_cmp *cmp)
+{
+	double *sb, *sc, *tmp, *d, mb, mc;
+	uint64_t rng = UINT64_C(0x9e3779b97f4a7c15);
+	enum bench_verdict v = BENCH_NEW;
+	size_t i, nt = nb > nc ? nb : nc;
+
+	memset(cmp, 0, sizeof(*cmp));
+	if (!nb || !nc)
+		return BENCH_NEW;
+	sb = malloc(nb * sizeof(*sb));
+	sc = malloc(nc * sizeof(*sc));
+	tmp = malloc(nt * sizeof(*tmp));
+	d = malloc(BENCH_BOOTSTRAP * sizeof(*d));
+	if (!sb || !sc || !tmp || !d)
+		goto out;
+	memcpy(sb, base, nb * sizeof(*sb));
+	memcpy(sc, cur, nc * sizeof(*sc));
+	qsort(sb, nb, sizeof(*sb), cmp_double);
+	qsort(sc, nc, sizeof(*sc), cmp_double);
+	mb = bench_percentile(sb, nb, 50);
+	mc = bench_percentile(sc, nc, 50);
+	v = bench_verdict_of(mb, mc, &cmp->pct);
+	if (v == BENCH_NEW)
+		goto out;
+	cmp->lo = cmp->hi = cmp->pct;
+	if (nb < BENCH_MIN_SAMPLES || nc < BENCH_MIN_SAMPLES) {
+		cmp->too_few = 1;
+		v = BENCH_SAME;
+		goto out;
+	}
+	for (i = 0; i < BENCH_BOOTSTRAP; i++) {
+		double b = resampled_median(sb, nb, tmp, &rng);
+		double c = resampled_median(sc, nc, tmp, &rng);
+
+		d[i] = b > 0 ? (c - b) / b * 100.0 : 0;
+	}
+	qsort(d, BENCH_BOOTSTRAP, sizeof(*d), cmp_double);
+	cmp->lo = bench_percentile(d, BENCH_BOOTSTRAP, 2.5);
+	cmp->hi = bench_percentile(d, BENCH_BOOTSTRAP, 97.5);
+	if (!(cmp->lo > 0))
+		v = BENCH_SAME;
+	cmp->noise = v == BENCH_SAME && cmp->pct > BENCH_WARN_PCT;
+out:
+	free(sb);
+	free(sc);
+	free(tmp);
+	free(d);
+	return v;
 }
 
 const char *bench_unit_name(enum bench_unit u)

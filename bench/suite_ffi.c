@@ -119,7 +119,7 @@ static tio_safe_call_t const callee[] = {
 
 enum { C_NOOP, C_INT1, C_FLOAT1, C_INT2, C_STR, C_DLT, C_TENSORS, C_CB,
        C_CHECKED, C_GLOBAL, LOOKUP, INCREF, DLPACK, STR_NEW, STR_SMALL,
-       B_CCALL, B_ATOMIC, B_PACK, B_UNPACK, B_RESULT };
+       B_CCALL, B_ATOMIC, B_PACK, B_UNPACK, B_RESULT, ERR_RAISE, ERR_READ };
 
 static void ffi_teardown(struct bench_run *run)
 {
@@ -264,6 +264,25 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 		}
 		break;
 	}
+	case ERR_RAISE:
+	case ERR_READ:
+		/*
+		 * What a caller that handles an error pays: raise (message,
+		 * raw backtrace), take it, release it; ERR_READ also reads the
+		 * backtrace, which symbolises it.
+		 */
+		for (i = 0; i < n && !err; i++) {
+			tio_object_t *e;
+
+			tio_error_raise("ValueError", "bench error %d", (int)i);
+			e = tio_error_move_from_raised();
+			if (!e)
+				err = 1;
+			else if (k == ERR_READ && !*tio_error_backtrace(e))
+				err = 1;
+			tio_object_decref(e);
+		}
+		break;
 	case STR_NEW:
 	case STR_SMALL:
 		for (i = 0; i < n && !err; i++) {
@@ -365,6 +384,8 @@ static struct bench_case cases[] = {
 	FFI("breakdown/pack-3", B_PACK, 0, "value conversion: int, float, str into Anys"),
 	FFI("breakdown/unpack-2", B_UNPACK, 0, "value conversion: Any -> int, float"),
 	FFI("breakdown/result-str", B_RESULT, 0, "result handling: callee returns a SmallStr, caller releases"),
+	FFI("error/raise-move-release", ERR_RAISE, 1000, "tio_error_raise + move_from_raised + DecRef (backtrace not read)"),
+	FFI("error/raise-read-backtrace", ERR_READ, 0, "the same, reading the backtrace (symbolised with libdw)"),
 };
 
 static void __attribute__((constructor)) ffi_register(void)

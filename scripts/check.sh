@@ -58,7 +58,7 @@ nowarn() {
 	[ $rc = 0 ] && ! grep -qE 'warning:|error:' <<<"$out"
 }
 
-step build tap "build (make all)" make -s -j"$jobs" all
+step build tap "build (make all tests)" make -s -j"$jobs" all tests
 step lib-unit scripts/run-dir.sh build/tests/lib
 step lib-unit-asan bash -c "make -s -j$jobs -C lib SAN=1 &&
 	make -s -j$jobs -C tests/lib SAN=1 && scripts/run-dir.sh build/tests/lib-san"
@@ -69,6 +69,7 @@ step lib-tsan bash -c "make -s -j$jobs -C lib TSAN=1 &&
 	make -s -j$jobs -C tests/lib TSAN=1 && tests/fuzz/lib-checkers.sh tsan build/tests/lib-tsan"
 step lib-fuzz tests/fuzz/lib-checkers.sh libfuzz "${TIO_LIBFUZZ_SECS:-8}"
 step bench-unit scripts/run-dir.sh build/tests/bench
+step bench-cli tests/bench/test-tio-bench.sh
 # Every host suite once, briefly; the driver suite runs in the VM step
 # (build/kselftest/tio_bench_test).
 step bench-fast build/bench/tio-bench --fast --tap --suite ffi,memory,io,gpu,sync
@@ -89,6 +90,7 @@ step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
 step layers tests/tools/test-check-layers.sh
 step tioctl tests/tools/test-tioctl.sh
 step licenses tap "every SPDX identifier has its text in LICENSES/" scripts/check-licenses.sh
+step man tap "man3 pages from kernel-doc, no warnings, one per export" scripts/man.sh build/man
 step install tests/install/test-install.sh
 step dkms tests/install/test-dkms.sh
 step checkpatch tap "checkpatch --strict kmod/ uapi/" \

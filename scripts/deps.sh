@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Install what tensorio needs from Debian's packages, fetch the test kernels
-# and extract checkpatch.pl and the kselftest headers into build/ksrc.
+# and extract checkpatch.pl, kernel-doc and the kselftest headers into
+# build/ksrc. Only make deps, check, run, bench and fuzz run it.
 # Idempotent; fast when nothing is missing. As non-root, prints the one
 # apt-get command to run instead of running it.
 set -euo pipefail
@@ -12,8 +13,8 @@ cache=${TIO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tensorio}
 ksrc=$top/build/ksrc
 
 pkgs=(build-essential pkg-config kmod cpio xz-utils busybox-static
-      qemu-system-x86 liburing-dev libdrm-dev libdlpack-dev libdw-dev
-      libjson-c-dev sparse gnuplot-nox fio linux-headers-amd64
+      qemu-system-x86 liburing-dev libdrm-dev libdlpack-dev libdw-dev libunwind-dev
+      libjson-c-dev dpkg-dev jq sparse gnuplot-nox fio linux-headers-amd64
       linux-source-6.1 dkms flex bison bc libelf-dev libssl-dev
       valgrind clang libclang-rt-14-dev libamdhip64-dev
       python3-dev python3-setuptools python3-pip python3-pytest python3-numpy
@@ -73,11 +74,13 @@ done
 
 # checkpatch.pl and the kselftest headers, from Debian's linux-source-6.1.
 tarball=$(ls /usr/src/linux-source-6.1.tar.* 2>/dev/null | head -1)
-if [ -n "$tarball" ] && { [ ! -e "$ksrc/.done" ] || [ "$tarball" -nt "$ksrc/.done" ]; }; then
-	echo "deps: extracting checkpatch and kselftest headers from $tarball"
+if [ -n "$tarball" ] && { [ ! -e "$ksrc/.done" ] || [ "$tarball" -nt "$ksrc/.done" ] ||
+			  [ ! -e "$ksrc/scripts/kernel-doc" ]; }; then
+	echo "deps: extracting checkpatch, kernel-doc and kselftest headers from $tarball"
 	rm -rf "$ksrc" && mkdir -p "$ksrc"
 	tar -xf "$tarball" -C "$ksrc" --strip-components=1 \
 		linux-source-6.1/scripts/checkpatch.pl \
+		linux-source-6.1/scripts/kernel-doc \
 		linux-source-6.1/scripts/spelling.txt \
 		linux-source-6.1/scripts/const_structs.checkpatch \
 		linux-source-6.1/tools/testing/selftests/kselftest.h \

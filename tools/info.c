@@ -19,7 +19,7 @@ static const char *const feature_names[] = {
 	"uring-cmd", "submit", "async-wait",
 };
 
-static void print_features(unsigned long long f, int json)
+static void print_features(unsigned long long f, struct json_object *arr)
 {
 	const char *sep = "";
 	unsigned int i;
@@ -27,22 +27,22 @@ static void print_features(unsigned long long f, int json)
 	for (i = 0; i < sizeof(feature_names) / sizeof(feature_names[0]); i++) {
 		if (!(f & (1ULL << i)))
 			continue;
-		printf(json ? "%s\"%s\"" : "%s%s", sep, feature_names[i]);
-		sep = json ? ", " : " ";
+		if (arr)
+			json_object_array_add(arr, json_object_new_string(feature_names[i]));
+		else
+			printf("%s%s", sep, feature_names[i]);
+		sep = " ";
 	}
 }
 
 /* Module parameters from sysfs; absent when the module is built in. */
-static void print_params(int json)
+static void print_params(struct json_object *obj)
 {
 	char path[512], val[64];
-	const char *sep = "";
 	struct dirent *de;
 	DIR *d = opendir(TIO_PARAMS);
 	FILE *f;
 
-	if (json)
-		printf(", \"parameters\": {");
 	while (d && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
@@ -52,38 +52,61 @@ static void print_params(int json)
 			continue;
 		if (fgets(val, sizeof(val), f)) {
 			val[strcspn(val, "\n")] = 0;
-			if (json)
-				printf("%s\"%s\": \"%s\"", sep, de->d_name, val);
+			if (obj)
+				json_object_object_add(obj, de->d_name, tioctl_json_value(val));
 			else
 				printf("param %-8s %s\n", de->d_name, val);
-			sep = ", ";
 		}
 		fclose(f);
 	}
 	if (d)
 		closedir(d);
-	if (json)
-		printf("}");
 }
+
+static int info_json(const struct tio_info *info)
+{
+	struct json_object *j = json_object_new_object(), *a, *p;
+	char text[32];
+
+	if (!j)
+		return tioctl_json_print(NULL);
+	json_object_object_add(j, "backend", json_object_new_string("kernel"));
+	snprintf(text, sizeof(text), "%u.%u.%u", TIO_VERSION_MAJOR, TIO_VERSION_MINOR,
+		 TIO_VERSION_PATCH);
+	json_object_object_add(j, "library", json_object_new_string(text));
+	snprintf(text, sizeof(text), "%u.%u", info->version >> 16, info->version & 0xffff);
+	json_object_object_add(j, "uapi_version", json_object_new_string(text));
+	a = json_object_new_array();
+	print_features(info->features, a);
+	json_object_object_add(j, "features", a);
+	json_object_object_add(j, "max_buf_size", json_object_new_uint64(info->max_buf_size));
+	json_object_object_add(j, "max_pinned", json_object_new_uint64(info->max_pinned));
+	json_object_object_add(j, "pinned", json_object_new_uint64(info->pinned));
+	json_object_object_add(j, "max_submit", json_object_new_uint64(info->max_submit));
+	p = json_object_new_object();
+	print_params(p);
+	json_object_object_add(j, "parameters", p);
+	return tioctl_json_print(j);
+}
+
+static const struct option info_opts[] = { TIOCTL_COMMON_OPTS, { NULL, 0, NULL, 0 } };
 
 /**
  * cmd_info() - tioctl info
  * @o: global options
- * @argc: arguments after "info"
- * @argv: (none accepted)
+ * @argc: argument count, argv[0] being "info"
+ * @argv: (no operands accepted)
  *
  * Return: an exit code.
  */
-int cmd_info(const struct tioctl_opts *o, int argc, char **argv)
+int cmd_info(struct tioctl_opts *o, int argc, char **argv)
 {
 	struct tio_info info = { 0 };
 	int fd;
 
-	(void)argv;
-	if (argc) {
-		fprintf(stderr, "tioctl: info takes no arguments\n");
+	if (tioctl_getopt(o, argc, argv, info_opts) != -1 ||
+	    tioctl_operands(argc, argv, 0, 0) < 0)
 		return EXIT_UNUSABLE;
-	}
 	fd = tioctl_open_dev();
 	if (fd < 0)
 		return EXIT_UNUSABLE;
@@ -93,30 +116,19 @@ int cmd_info(const struct tioctl_opts *o, int argc, char **argv)
 		return EXIT_FAILED;
 	}
 	close(fd);
-	if (o->json) {
-		printf("{\"backend\": \"kernel\", \"library\": \"%u.%u.%u\", \"uapi_version\": \"%u.%u\", \"features\": [",
-		       TIO_VERSION_MAJOR, TIO_VERSION_MINOR, TIO_VERSION_PATCH,
-		       info.version >> 16, info.version & 0xffff);
-		print_features(info.features, 1);
-		printf("], \"max_buf_size\": %llu, \"max_pinned\": %llu, \"pinned\": %llu, \"max_submit\": %u",
-		       (unsigned long long)info.max_buf_size,
-		       (unsigned long long)info.max_pinned,
-		       (unsigned long long)info.pinned, info.max_submit);
-		print_params(1);
-		printf("}\n");
-		return EXIT_OK;
-	}
+	if (o->json)
+		return info_json(&info);
 	printf("%-14s kernel (%s)\n", "backend", TIO_DEV);
 	printf("%-14s %u.%u.%u\n", "tioctl", TIO_VERSION_MAJOR, TIO_VERSION_MINOR,
 	       TIO_VERSION_PATCH);
 	printf("%-14s %u.%u\n", "uapi version", info.version >> 16, info.version & 0xffff);
 	printf("%-14s %#llx (", "features", (unsigned long long)info.features);
-	print_features(info.features, 0);
+	print_features(info.features, NULL);
 	printf(")\n");
 	printf("%-14s %llu\n", "max_buf_size", (unsigned long long)info.max_buf_size);
 	printf("%-14s %llu\n", "max_pinned", (unsigned long long)info.max_pinned);
 	printf("%-14s %llu\n", "pinned", (unsigned long long)info.pinned);
 	printf("%-14s %u\n", "max_submit", info.max_submit);
-	print_params(0);
+	print_params(NULL);
 	return EXIT_OK;
 }

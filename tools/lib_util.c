@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <linux/tensorio.h>
+#include <tensorio/context.h>
 #include <tensorio/dtype.h>
 #include <tensorio/error.h>
 #include <tensorio/object.h>
@@ -37,6 +38,38 @@ int tioctl_lib_err(const char *what)
 }
 
 /**
+ * tioctl_lib_ready() - open the library's backend before a subcommand
+ *
+ * A backend that cannot be used (TIO_BACKEND=kernel without the driver,
+ * an unknown TIO_BACKEND) is "no usable device", not a failed command.
+ *
+ * Return: EXIT_OK, or EXIT_UNUSABLE after printing the cause.
+ */
+int tioctl_lib_ready(void)
+{
+	if (!tio_init())
+		return EXIT_OK;
+	tioctl_lib_err("backend");
+	return EXIT_UNUSABLE;
+}
+
+/**
+ * tioctl_lib_operand() - a library command's one operand, then the library
+ * @argc: argument count, argv[0] being the command, options parsed
+ * @argv: the arguments
+ * @idx: set to the operand's index in @argv
+ *
+ * Return: EXIT_OK, or the exit code after printing why.
+ */
+int tioctl_lib_operand(int argc, char **argv, int *idx)
+{
+	*idx = tioctl_operands(argc, argv, 1, 1);
+	if (*idx < 0)
+		return EXIT_UNUSABLE;
+	return tioctl_lib_ready();
+}
+
+/**
  * tioctl_parse_size() - "4096", "64K", "1M", "2G"
  * @s: the text
  * @out: the size in bytes
@@ -57,6 +90,10 @@ int tioctl_parse_size(const char *s, unsigned long long *out)
 	}
 	if (errno || end == s || *end || s[0] == '-' || v > ~0ULL / mul) {
 		fprintf(stderr, "tioctl: bad size '%s' (bytes, or with K/M/G)\n", s);
+		return -1;
+	}
+	if (!v) {
+		fprintf(stderr, "tioctl: bad size '%s': at least 1 byte\n", s);
 		return -1;
 	}
 	*out = v * mul;
@@ -105,7 +142,8 @@ int tioctl_parse_desc(const char *dtype, const char *shape, struct tio_tensor_de
  * @spec: the text
  *
  * Another process's fd is duplicated with pidfd_getfd(2), which needs
- * ptrace access to it. Return: the fd, or -1 after printing why.
+ * ptrace access to it. Return: the fd; -2 for malformed text, -1 when the
+ * fd could not be had (both after printing why).
  */
 int tioctl_get_fd(const char *spec)
 {
@@ -137,7 +175,7 @@ int tioctl_get_fd(const char *spec)
 	return ret;
 bad:
 	fprintf(stderr, "tioctl: bad fd '%s' (FD or PID:FD)\n", spec);
-	return -1;
+	return -2;
 }
 
 /**

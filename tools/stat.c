@@ -13,19 +13,17 @@
 #include "tioctl.h"
 
 /* The commands file: a header row of column names, then one row each. */
-static int print_commands(int json)
+static int print_commands(struct json_object *arr)
 {
 	char line[256], cols[8][32], vals[8][32];
-	const char *sep = "";
 	int ncols = 0, n, i;
 	FILE *f = fopen(TIO_DEBUGFS "/commands", "re");
 
 	if (!f)
 		return -errno;
-	if (json)
-		printf(", \"commands\": [");
 	while (fgets(line, sizeof(line), f)) {
 		char (*dst)[32] = ncols ? vals : cols;
+		struct json_object *row;
 
 		n = sscanf(line, "%31s %31s %31s %31s %31s %31s %31s %31s",
 			   dst[0], dst[1], dst[2], dst[3], dst[4], dst[5],
@@ -34,103 +32,117 @@ static int print_commands(int json)
 			continue;
 		if (!ncols) {
 			ncols = n;
-			if (!json)
+			if (!arr)
 				printf("\n%-18s %12s %10s %16s %12s\n", cols[0],
 				       ncols > 1 ? cols[1] : "", ncols > 2 ? cols[2] : "",
 				       ncols > 3 ? cols[3] : "", ncols > 4 ? cols[4] : "");
 			continue;
 		}
-		if (!json) {
+		if (!arr) {
 			fputs(line, stdout);
 			continue;
 		}
-		printf("%s{\"%s\": \"%s\"", sep, cols[0], vals[0]);
+		row = json_object_new_object();
+		json_object_object_add(row, cols[0], json_object_new_string(vals[0]));
 		for (i = 1; i < n && i < ncols; i++)
-			printf(", \"%s\": %s", cols[i], vals[i]);
-		printf("}");
-		sep = ", ";
+			json_object_object_add(row, cols[i], tioctl_json_value(vals[i]));
+		json_object_array_add(arr, row);
 	}
-	if (json)
-		printf("]");
 	fclose(f);
 	return 0;
 }
 
-static int print_files(int json)
+static int print_files(struct json_object *arr)
 {
 	char path[512];
-	const char *sep = "";
 	struct dirent *de;
 	DIR *d = opendir(TIO_DEBUGFS "/files");
 
 	if (!d)
 		return -errno;
-	if (json)
-		printf(", \"files\": [");
 	while ((de = readdir(d))) {
+		struct json_object *file = NULL;
+
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/files/%s/stats", TIO_DEBUGFS, de->d_name);
-		if (json) {
-			printf("%s{\"file\": \"%s\"", sep, de->d_name);
-			sep = ", ";
-			tioctl_print_kv(path, 1, "");
-			printf("}");
+		if (arr) {
+			file = json_object_new_object();
+			json_object_object_add(file, "file", json_object_new_string(de->d_name));
+			json_object_array_add(arr, file);
 		} else {
 			printf("\nfile %s\n", de->d_name);
-			tioctl_print_kv(path, 0, "  ");
 		}
+		tioctl_read_kv(path, file, "  ");	/* closed meanwhile: no stats */
 	}
 	closedir(d);
-	if (json)
-		printf("]");
 	return 0;
 }
 
+/* JSON: nothing reaches stdout unless every part was read. */
 static int print_once(int json)
 {
+	struct json_object *j = NULL, *global = NULL, *files = NULL, *cmds = NULL;
 	int ret;
 
-	if (json)
-		printf("{\"global\": {");
-	ret = tioctl_print_kv(TIO_DEBUGFS "/stats", json, json ? "  " : "");
+	if (json) {
+		j = json_object_new_object();
+		global = json_object_new_object();
+		files = json_object_new_array();
+		cmds = json_object_new_array();
+		json_object_object_add(j, "global", global);
+		json_object_object_add(j, "files", files);
+		json_object_object_add(j, "commands", cmds);
+	}
+	ret = tioctl_read_kv(TIO_DEBUGFS "/stats", global, "");
 	if (ret) {
-		if (json)
-			printf("}}\n");
+		json_object_put(j);
 		tioctl_err(TIO_DEBUGFS "/stats", -ret);
 		return EXIT_UNUSABLE;
 	}
-	if (json)
-		printf("}");
-	ret = print_files(json);
+	ret = print_files(files);
 	if (!ret)
-		ret = print_commands(json);
-	if (json)
-		printf("}\n");
+		ret = print_commands(cmds);
 	if (ret) {
+		json_object_put(j);
 		tioctl_err(TIO_DEBUGFS, -ret);
 		return EXIT_FAILED;
 	}
-	return EXIT_OK;
+	return json ? tioctl_json_print(j) : EXIT_OK;
 }
+
+static const struct option stat_opts[] = {
+	TIOCTL_COMMON_OPTS,
+	{ "watch", required_argument, NULL, 'w' },
+	{ "count", required_argument, NULL, 'c' },
+	{ NULL, 0, NULL, 0 }
+};
 
 /**
  * cmd_stat() - tioctl stat [--watch N [--count M]]
  * @o: global options (json, watch, count)
- * @argc: arguments after "stat"
- * @argv: (none accepted)
+ * @argc: argument count, argv[0] being "stat"
+ * @argv: the arguments (no operands accepted)
  *
  * Return: an exit code.
  */
-int cmd_stat(const struct tioctl_opts *o, int argc, char **argv)
+int cmd_stat(struct tioctl_opts *o, int argc, char **argv)
 {
-	int i, ret;
+	char *end;
+	long v;
+	int c, i, ret;
 
-	(void)argv;
-	if (argc) {
-		fprintf(stderr, "tioctl: stat takes no arguments (see --watch)\n");
-		return EXIT_UNUSABLE;
+	while ((c = tioctl_getopt(o, argc, argv, stat_opts)) != -1) {
+		if (c == '?')
+			return EXIT_UNUSABLE;
+		v = strtol(optarg, &end, 10);
+		if (!*optarg || *end || v <= 0 || v >= 1000000)
+			return tioctl_bad_usage("stat", "--%s needs a positive number, not '%s'",
+						c == 'w' ? "watch" : "count", optarg);
+		*(c == 'w' ? &o->watch : &o->count) = (int)v;
 	}
+	if (tioctl_operands(argc, argv, 0, 0) < 0)
+		return EXIT_UNUSABLE;
 	for (i = 0;; i++) {
 		if (o->watch && !o->json && isatty(STDOUT_FILENO))
 			printf("\033[H\033[2J");

@@ -6,8 +6,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+
+#include <tensorio/dtype.h>
+#include <tensorio/error.h>
 
 #include "tioctl.h"
 
@@ -57,17 +61,34 @@ int tioctl_open_dev(void)
 }
 
 /**
- * tioctl_print_kv() - print a debugfs "key value" file
+ * tioctl_json_value() - a debugfs value as JSON: an integer when it is one
+ * @text: the value's text
+ *
+ * Return: a new JSON integer or string.
+ */
+struct json_object *tioctl_json_value(const char *text)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(text, &end, 0);
+	if (*text && !*end && !errno)
+		return json_object_new_int64(v);
+	return json_object_new_string(text);
+}
+
+/**
+ * tioctl_read_kv() - a debugfs "key value" file, as JSON members or a table
  * @path: the file
- * @json: print `"key": value` members (comma-separated) instead of a table
- * @indent: prefix of every line
+ * @obj: add the pairs to this object, or NULL to print a table
+ * @indent: prefix of every table line
  *
  * Return: 0 or -errno (not printed).
  */
-int tioctl_print_kv(const char *path, int json, const char *indent)
+int tioctl_read_kv(const char *path, struct json_object *obj, const char *indent)
 {
 	char key[64], val[64], line[256];
-	const char *sep = "";
 	FILE *f = fopen(path, "re");
 
 	if (!f)
@@ -75,12 +96,91 @@ int tioctl_print_kv(const char *path, int json, const char *indent)
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%63s %63s", key, val) != 2)
 			continue;
-		if (json)
-			printf("%s\n%s\"%s\": %s", sep, indent, key, val);
+		if (obj)
+			json_object_object_add(obj, key, tioctl_json_value(val));
 		else
 			printf("%s%-20s %s\n", indent, key, val);
-		sep = ",";
 	}
 	fclose(f);
 	return 0;
+}
+
+/**
+ * tioctl_json_print() - print one JSON document on stdout and free it
+ * @j: the document (consumed)
+ *
+ * Return: EXIT_OK, or EXIT_FAILED when it could not be built or written.
+ */
+int tioctl_json_print(struct json_object *j)
+{
+	const char *text;
+	int ret = EXIT_FAILED;
+
+	text = j ? json_object_to_json_string_ext(j, JSON_C_TO_STRING_SPACED |
+						     JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
+	if (text && printf("%s\n", text) >= 0 && !fflush(stdout))
+		ret = EXIT_OK;
+	else
+		fprintf(stderr, "tioctl: writing the JSON output failed\n");
+	json_object_put(j);
+	return ret;
+}
+
+static void dtype_text(unsigned int code, unsigned int bits, unsigned int lanes,
+		       char *buf, size_t len)
+{
+	DLDataType dt = { (uint8_t)code, (uint8_t)bits, (uint16_t)lanes };
+
+	if (code > 255 || bits > 255 || lanes > 65535 || tio_dtype_print(dt, buf, len) < 0) {
+		tio_error_clear();
+		snprintf(buf, len, "code%u:%u:%u", code, bits, lanes);
+	}
+}
+
+/**
+ * tioctl_json_dtype() - a dtype as its name ("float32", "int8x4")
+ * @code: DLPack type code
+ * @bits: bits per lane
+ * @lanes: lanes
+ *
+ * Return: a new JSON string.
+ */
+struct json_object *tioctl_json_dtype(unsigned int code, unsigned int bits,
+				      unsigned int lanes)
+{
+	char buf[32];
+
+	dtype_text(code, bits, lanes, buf, sizeof(buf));
+	return json_object_new_string(buf);
+}
+
+/**
+ * tioctl_print_dtype() - print a dtype's name, as tioctl_json_dtype()
+ * @code: DLPack type code
+ * @bits: bits per lane
+ * @lanes: lanes
+ */
+void tioctl_print_dtype(unsigned int code, unsigned int bits, unsigned int lanes)
+{
+	char buf[32];
+
+	dtype_text(code, bits, lanes, buf, sizeof(buf));
+	fputs(buf, stdout);
+}
+
+/**
+ * tioctl_json_shape() - extents as a JSON array
+ * @ndim: their number
+ * @shape: the extents
+ *
+ * Return: a new JSON array.
+ */
+struct json_object *tioctl_json_shape(int ndim, const long long *shape)
+{
+	struct json_object *a = json_object_new_array();
+	int i;
+
+	for (i = 0; a && i < ndim; i++)
+		json_object_array_add(a, json_object_new_int64(shape[i]));
+	return a;
 }

@@ -89,9 +89,14 @@ TEST(verdict_thresholds)
 	EXPECT_EQ(BENCH_NEW, bench_verdict_of(0, 50, &pct));
 }
 
+#define NS 9
+
+/* A case whose NS samples jitter by +-0.4 % around @median. */
 static void fake(struct bench_result *r, const char *name, double median,
 		 double *sample)
 {
+	size_t i;
+
 	memset(r, 0, sizeof(*r));
 	r->suite = "overhead";
 	r->name = (char *)name;
@@ -99,10 +104,11 @@ static void fake(struct bench_result *r, const char *name, double median,
 	r->unit = BENCH_INSN;
 	r->iters = 1;
 	r->ops_per_iter = 1;
-	r->st = (struct bench_stats){ .n = 1, .min = median, .median = median,
-				       .mean = median, .p99 = median,
-				       .max = median };
-	*sample = median;
+	for (i = 0; i < NS; i++)
+		sample[i] = median * (1 + 0.001 * ((double)i - 4));
+	r->st = (struct bench_stats){ .n = NS, .min = sample[0], .median = median,
+				       .mean = median, .p99 = sample[NS - 1],
+				       .max = sample[NS - 1] };
 	r->samples = sample;
 }
 
@@ -111,7 +117,7 @@ FIXTURE(baseline)
 	char path[64];
 	struct bench_header h;
 	struct bench_result base[2];
-	double s[2];
+	double s[2][NS];
 };
 
 FIXTURE_SETUP(baseline)
@@ -123,8 +129,8 @@ FIXTURE_SETUP(baseline)
 	ASSERT_LE(0, fd);
 	close(fd);
 	memset(&self->h, 0, sizeof(self->h));
-	fake(&self->base[0], "info/ioctl", 1000, &self->s[0]);
-	fake(&self->base[1], "info/uring/b64", 400, &self->s[1]);
+	fake(&self->base[0], "info/ioctl", 1000, self->s[0]);
+	fake(&self->base[1], "info/uring/b64", 400, self->s[1]);
 	ASSERT_EQ(0, bench_write_json(self->path, &self->h, self->base, 2));
 }
 
@@ -136,41 +142,82 @@ FIXTURE_TEARDOWN(baseline)
 TEST_F(baseline, regression_of_12_percent_fails)
 {
 	struct bench_result cur[2];
-	double s[2];
+	double s[2][NS];
 
-	fake(&cur[0], "info/ioctl", 1120, &s[0]);
-	fake(&cur[1], "info/uring/b64", 400, &s[1]);
+	fake(&cur[0], "info/ioctl", 1120, s[0]);
+	fake(&cur[1], "info/uring/b64", 400, s[1]);
 	EXPECT_EQ(BENCH_FAIL, bench_baseline_compare(self->path, cur, 2, NULL));
 }
 
 TEST_F(baseline, regression_of_4_percent_passes)
 {
 	struct bench_result cur[2];
-	double s[2];
+	double s[2][NS];
 
-	fake(&cur[0], "info/ioctl", 1040, &s[0]);
-	fake(&cur[1], "info/uring/b64", 416, &s[1]);
+	fake(&cur[0], "info/ioctl", 1040, s[0]);
+	fake(&cur[1], "info/uring/b64", 416, s[1]);
 	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 2, NULL));
 }
 
 TEST_F(baseline, regression_of_7_percent_warns)
 {
 	struct bench_result cur[1];
-	double s[1];
+	double s[1][NS];
 
-	fake(&cur[0], "info/uring/b64", 428, &s[0]);
+	fake(&cur[0], "info/uring/b64", 428, s[0]);
 	EXPECT_EQ(BENCH_WARN, bench_baseline_compare(self->path, cur, 1, NULL));
 }
 
 TEST_F(baseline, other_unit_or_new_case_is_not_compared)
 {
 	struct bench_result cur[2];
-	double s[2];
+	double s[2][NS];
 
-	fake(&cur[0], "info/ioctl", 5000, &s[0]);
+	fake(&cur[0], "info/ioctl", 5000, s[0]);
 	cur[0].unit = BENCH_NS;
-	fake(&cur[1], "info/brand-new", 1, &s[1]);
+	fake(&cur[1], "info/brand-new", 1, s[1]);
 	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 2, NULL));
+}
+
+/* --fast: 3 samples a side cannot tell a change from noise. */
+TEST_F(baseline, too_few_samples_never_warn_or_fail)
+{
+	struct bench_result cur[1];
+	double s[1][NS];
+
+	fake(&cur[0], "info/ioctl", 1250, s[0]);
+	cur[0].st.n = 3;
+	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 1, NULL));
+}
+
+TEST(compare_noise_is_not_a_change)
+{
+	/* One distribution, two draws: medians 1.0 and 1.5 (+50 %). */
+	double base[] = { 1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.0 };
+	double cur[] = { 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5 };
+	struct bench_cmp c;
+
+	EXPECT_EQ(BENCH_SAME, bench_compare(base, 9, cur, 9, &c));
+	EXPECT_TRUE(NEAR(c.pct, 50));
+	EXPECT_TRUE(c.lo <= 0);
+	EXPECT_TRUE(c.noise);
+	EXPECT_FALSE(c.too_few);
+}
+
+TEST(compare_a_real_shift_fails_with_its_interval)
+{
+	double base[] = { 10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0 };
+	double cur[] = { 12.0, 12.1, 11.9, 12.0, 12.2, 11.8, 12.0 };
+	struct bench_cmp c, c2;
+
+	EXPECT_EQ(BENCH_FAIL, bench_compare(base, 7, cur, 7, &c));
+	EXPECT_TRUE(NEAR(c.pct, 20));
+	EXPECT_TRUE(c.lo > 10 && c.hi < 30);
+	/* Repeatable: the resampling has a fixed seed. */
+	bench_compare(base, 7, cur, 7, &c2);
+	EXPECT_TRUE(NEAR(c.lo, c2.lo) && NEAR(c.hi, c2.hi));
+	/* Faster is never a regression. */
+	EXPECT_EQ(BENCH_SAME, bench_compare(cur, 7, base, 7, &c));
 }
 
 TEST_F(baseline, saved_run_loads_back)
@@ -186,8 +233,8 @@ TEST_F(baseline, saved_run_loads_back)
 	EXPECT_EQ(BENCH_OK, r[1].status);
 	EXPECT_EQ(BENCH_INSN, r[1].unit);
 	EXPECT_TRUE(NEAR(r[1].st.median, 400));
-	ASSERT_EQ(1, r[1].st.n);
-	EXPECT_TRUE(NEAR(r[1].samples[0], 400));
+	ASSERT_EQ(NS, r[1].st.n);
+	EXPECT_TRUE(NEAR(r[1].samples[4], 400));
 	bench_results_free(r, n);
 }
 
@@ -197,11 +244,11 @@ TEST(baseline_missing_or_garbage_file_is_an_error)
 	struct bench_result cur[1], *r = NULL;
 	struct bench_header h;
 	size_t n = 0;
-	double s[1];
+	double s[1][NS];
 	FILE *f;
 	int fd;
 
-	fake(&cur[0], "info/ioctl", 1, &s[0]);
+	fake(&cur[0], "info/ioctl", 1, s[0]);
 	EXPECT_GT(0, bench_baseline_compare("/nonexistent/x.json", cur, 1, NULL));
 	fd = mkstemp(path);
 	ASSERT_LE(0, fd);

@@ -15,6 +15,12 @@ t() {	# t NAME CMD...: one TAP line
 		fail=1
 	fi
 }
+json() {	# json FILTER CMD...: CMD succeeds and prints JSON that jq -e FILTER accepts
+	filter=$1
+	shift
+	out=$("$@" 2>/tmp/json.err) || { cat /tmp/json.err; echo "$out"; return 1; }
+	echo "$out" | ./jq -e "$filter" >/dev/null || { echo "$out"; echo "jq -e '$filter' fails"; return 1; }
+}
 has() {	# has PATTERN CMD...: CMD succeeds and prints PATTERN
 	pat=$1
 	shift
@@ -28,13 +34,21 @@ status() {	# status N CMD...: CMD exits with N
 	[ $? = "$want" ]
 }
 echo "TAP version 13"
-echo "1..17"
+echo "1..26"
 t "info names the uapi version" has "uapi version   1.1" ./tioctl info
 t "info lists the module parameters" has "param max_buf_size" ./tioctl info
 t "info --json" has '"uapi_version": "1.1"' ./tioctl --json info
 t "stat shows module-wide counters" has "^files " ./tioctl stat
 t "stat shows per-command counters" has "^command" ./tioctl stat
 t "stat --json" has '"global": {' ./tioctl --json stat
+t "info --json shape (jq)" json '.backend == "kernel" and (.uapi_version | type) == "string" and
+	(.features | type) == "array" and (.max_buf_size | type) == "number" and
+	(.parameters | type) == "object"' ./tioctl --json info
+t "info --json after the command" json '.backend == "kernel"' ./tioctl info --json
+t "stat --json shape (jq)" json '(.global | type) == "object" and (.files | type) == "array" and
+	(.commands | type) == "array" and (.commands[0] | has("command"))' ./tioctl stat --json
+t "signal --json shape (jq)" json '(.pid | type) == "number" and (.fd | type) == "number" and
+	(.seqno | type) == "number"' ./tioctl signal --json
 t "stat --watch 1 --count 2 refreshes twice" sh -c \
 	'[ "$(./tioctl --watch 1 --count 2 stat | grep -c "^files ")" = 2 ]'
 t "unknown command exits 2" status 2 ./tioctl bogus
@@ -66,7 +80,13 @@ t "alloc refuses a descriptor that does not fit (exit 1)" status 1 \
 	./tioctl alloc 4K --dtype float32 --shape 64x64
 
 hold /tmp/export.out ./tioctl export 4K --dtype uint8 --shape 64x64 --hold
-t "ls lists the held buffer with its descriptor" has "buffer  alloc size=4096 exported dtype=1:8:1 offset=0 shape=64x64" ./tioctl ls
+t "ls lists the held buffer with its descriptor" has "buffer  alloc size=4096 exported dtype=uint8 offset=0 shape=64x64" ./tioctl ls
+t "ls --json shape (jq): the dtype by name, extents as numbers" json \
+	'[.[] | select(.type == "buffer" and .exported == true)][0] | .kind == "alloc" and
+	 .size == 4096 and .dtype == "uint8" and .shape == [64, 64] and (.handle | type) == "number"' \
+	./tioctl --json ls
+t "import --json shape (jq)" json '.dtype == "uint8" and .shape == [64, 64] and .kind == "import"' \
+	./tioctl import --json "$pid:$fd"
 t "import PID:FD from another process keeps the descriptor" has "shape   64x64" ./tioctl import "$pid:$fd"
 t "import of a non-dma-buf fd fails (exit 1)" status 1 ./tioctl import "$pid:0"
 release
@@ -74,7 +94,7 @@ release
 hold /tmp/signal.out ./tioctl signal --error 5 --hold
 t "wait times out while the point is unsignalled (exit 1)" status 1 ./tioctl wait "$pid:$fd" --timeout 10
 # The waiter must not keep the holder's fifo open.
-./tioctl wait "$pid:$fd" >/tmp/wait.out 2>&1 3>&- &
+./tioctl wait --json "$pid:$fd" >/tmp/wait.out 2>&1 3>&- &
 waiter=$!
 # Release only once the waiter has imported the point (its stream shows).
 i=0
@@ -85,6 +105,9 @@ done
 release
 wait $waiter
 wrc=$?
-t "wait sees the signaller's error (exit 1, EIO)" sh -c \
-	"cat /tmp/wait.out; [ $wrc = 1 ] && grep -q 'status -5' /tmp/wait.out"
+t "wait sees the signaller's error (exit 1, EIO; JSON shape by jq)" sh -c \
+	"cat /tmp/wait.out; [ $wrc = 1 ] && ./jq -e '.status == -5 and (.error | type) == \"string\"' /tmp/wait.out"
+t "--version exits 0" has "tioctl 0.1.0" ./tioctl --version
+t "a missing operand exits 2" status 2 ./tioctl import
+t "a zero size exits 2" status 2 ./tioctl alloc 0
 exit $fail

@@ -130,7 +130,7 @@ TEST_F(fio, cancel_short_file_and_bad_ranges)
 	ASSERT_EQ(-1, tio_file_read(self->path, 0, 4096, self->b, (4 << 20) - 100, NULL));
 	ASSERT_DEV_ERR(ERANGE, "ValueError");
 	ASSERT_EQ(-1, tio_file_read("/nonexistent/tio", 0, 4096, self->b, 0, NULL));
-	ASSERT_DEV_ERR(ENOENT, "KeyError");
+	ASSERT_DEV_ERR(ENOENT, "OSError");
 	o.queue_depth = 1000;
 	ASSERT_EQ(-1, tio_file_read(self->path, 0, 4096, self->b, 0, &o));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");

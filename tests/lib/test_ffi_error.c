@@ -96,6 +96,90 @@ TEST(backtrace_has_names_and_lines)
 	ASSERT_NO_LEAKS();
 }
 
+/* Raising records addresses only; the text is made on the first read. */
+TEST(backtrace_is_symbolised_when_read)
+{
+	const tio_error_obj_t *eo;
+	tio_object_t *e;
+	const char *bt;
+
+	ASSERT_EQ(-1, deep_failure());
+	e = tio_error_move_from_raised();
+	ASSERT_NE(NULL, e);
+	eo = (const tio_error_obj_t *)e;
+	EXPECT_EQ(NULL, eo->cell.backtrace.data);
+	EXPECT_EQ(0, eo->cell.backtrace.size);
+	bt = tio_error_backtrace(e);
+	EXPECT_NE(NULL, strstr(bt, "deep_failure"));
+	/* Stored in the TVM FFI cell for its readers; read twice, made once. */
+	EXPECT_EQ(bt, eo->cell.backtrace.data);
+	EXPECT_EQ(strlen(bt), eo->cell.backtrace.size);
+	EXPECT_EQ(bt, tio_error_backtrace(e));
+	tio_object_decref(e);
+	ASSERT_NO_LEAKS();
+}
+
+/* An error never read is released without its text ever being made. */
+TEST(unread_backtrace_costs_no_text)
+{
+	tio_object_t *e;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		ASSERT_EQ(-1, deep_failure());
+		e = tio_error_move_from_raised();
+		ASSERT_NE(NULL, e);
+		EXPECT_EQ(NULL, ((const tio_error_obj_t *)e)->cell.backtrace.data);
+		tio_object_decref(e);
+	}
+	ASSERT_NO_LEAKS();
+}
+
+TEST(append_to_an_unread_backtrace_keeps_its_frames)
+{
+	tio_byte_array_t more = { "python frame\n", 13 };
+	tio_error_obj_t *eo;
+	tio_object_t *e;
+	const char *bt;
+
+	ASSERT_EQ(-1, deep_failure());
+	e = tio_error_move_from_raised();
+	eo = (tio_error_obj_t *)e;
+	eo->cell.update_backtrace(e, &more, TIO_BACKTRACE_APPEND);
+	bt = tio_error_backtrace(e);
+	EXPECT_NE(NULL, strstr(bt, "deep_failure"));
+	EXPECT_NE(NULL, strstr(bt, "python frame\n"));
+	EXPECT_EQ(bt, eo->cell.backtrace.data);
+	tio_object_decref(e);
+	ASSERT_NO_LEAKS();
+}
+
+static void *read_backtrace(void *arg)
+{
+	return (void *)tio_error_backtrace(arg);
+}
+
+/* Threads reading one error's backtrace at once get the same text. */
+TEST(backtrace_read_from_threads)
+{
+	pthread_t th[4];
+	void *got[4];
+	tio_object_t *e;
+	int i;
+
+	ASSERT_EQ(-1, deep_failure());
+	e = tio_error_move_from_raised();
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, read_backtrace, e));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, pthread_join(th[i], &got[i]));
+	for (i = 1; i < 4; i++)
+		EXPECT_EQ(got[0], got[i]);
+	EXPECT_NE(NULL, strstr(got[0], "deep_failure"));
+	tio_object_decref(e);
+	ASSERT_NO_LEAKS();
+}
+
 TEST(chained_errors)
 {
 	tio_object_t *e, *c;

@@ -1,48 +1,117 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# tioctl on the host, where no driver is loaded: clear errors, exit codes.
+# tioctl on the host, where no driver is loaded: every exit code of
+# tioctl(8) with its message, and the JSON of the user backend's commands
+# parsed by jq. (tests/kselftest/tio_tioctl_test.sh covers the driver's.)
 top=$(cd "$(dirname "$0")/../.." && pwd)
 tioctl=$top/build/tools/tioctl
-n=0 fail=0
-t() {
-	local name=$1 want=$2 pat=$3 out rc
-	shift 3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+. "$top/tests/include/tap.sh"
+# j NAME FILTER CMD...: CMD exits 0 and its stdout is JSON that jq -e FILTER accepts
+j() {
+	local name=$1 filter=$2 out rc
+	shift 2
 	n=$((n + 1))
-	out=$("$@" 2>&1)
+	out=$("$@" 2>"$tmp/err")
 	rc=$?
-	if [ "$rc" = "$want" ] && grep -q -- "$pat" <<<"$out"; then
+	if [ "$rc" = 0 ] && jq -e "$filter" >/dev/null 2>&1 <<<"$out"; then
+		echo "ok $n $name"
+	else
+		sed 's/^/# /' <<<"$out" "$tmp/err"
+		echo "not ok $n $name (exit $rc; jq -e '$filter')"
+		fail=1
+	fi
+}
+# quiet NAME CMD...: CMD exits 2 and writes nothing to stdout
+quiet() {
+	local name=$1 out rc
+	shift
+	n=$((n + 1))
+	out=$("$@" 2>/dev/null)
+	rc=$?
+	if [ "$rc" = 2 ] && [ -z "$out" ]; then
 		echo "ok $n $name"
 	else
 		sed 's/^/# /' <<<"$out"
-		echo "not ok $n $name (exit $rc, want $want)"
+		echo "not ok $n $name (exit $rc, stdout above)"
 		fail=1
 	fi
 }
 echo "TAP version 13"
-echo "1..12"
-if [ -e /dev/tensorio ]; then
-	for i in 1 2; do echo "ok $i # SKIP /dev/tensorio exists here"; done
-	n=2
-else
-	t "info without the driver names the cause" 2 "is tensorio loaded" "$tioctl" info
-	t "--json info without the driver exits 2" 2 "modprobe tensorio" "$tioctl" --json info
-fi
-t "help exits 0" 0 "usage: tioctl" "$tioctl" --help
-t "no command exits 2" 2 "usage: tioctl" "$tioctl"
-t "unknown option exits 2" 2 "unknown option" "$tioctl" --frobnicate info
 
-# The library's verbs on the user backend (no driver needed).
+if [ -e /dev/tensorio ]; then
+	for i in 1 2 3 4 5; do echo "ok $i # SKIP /dev/tensorio exists here"; done
+	n=5
+else
+	t "info without the driver names the cause (exit 2)" 2 "is tensorio loaded" "$tioctl" info
+	t "--json info without the driver exits 2" 2 "modprobe tensorio" "$tioctl" --json info
+	quiet "--json info without the driver prints nothing" "$tioctl" --json info
+	quiet "--json stat without the driver prints nothing and exits 2" "$tioctl" --json stat
+	quiet "ls --json without the driver prints nothing and exits 2" "$tioctl" ls --json
+fi
+
+# Exit 0 and 2 for the command line itself.
+t "--help exits 0" 0 "usage: tioctl" "$tioctl" --help
+t "--version exits 0 and names the versions" 0 "^tioctl [0-9.]* (libtensorio [0-9.]*, uapi [0-9.]*)" "$tioctl" --version
+t "no command exits 2" 2 "usage: tioctl" "$tioctl"
+t "unknown command exits 2" 2 "unknown command 'bogus'" "$tioctl" bogus
+t "unknown option exits 2" 2 "unrecognized option" "$tioctl" --frobnicate info
+t "unknown command option exits 2" 2 "unrecognized option" "$tioctl" alloc 4K --frobnicate
+t "missing operand exits 2" 2 "missing operand" "$tioctl" alloc
+t "extra operand exits 2" 2 "unexpected 'extra'" "$tioctl" alloc 4K extra
+t "option without its value exits 2" 2 "requires an argument" "$tioctl" alloc 4K --dtype
+t "--watch 0 exits 2" 2 "positive number" "$tioctl" --watch 0 stat
+t "stat --count x exits 2" 2 "positive number" "$tioctl" stat --count x
+
+# The library's commands on the user backend (no driver needed).
 export TIO_BACKEND=user
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-t "alloc on the user backend" 0 "backend user" "$tioctl" alloc 64K --dtype float32 --shape 4x4096
-t "alloc refuses a descriptor that does not fit" 1 "BUF_ALLOC" "$tioctl" alloc 4K --dtype float32 --shape 64x64
-t "alloc refuses a malformed dtype (usage, exit 2)" 2 "not a dtype" "$tioctl" alloc 4K --dtype flaot32
-hdr='{"b":{"dtype":"F32","shape":[2,2],"data_offsets":[8,24]},"a":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}}'
+t "alloc 0 exits 2 (usage)" 2 "at least 1 byte" "$tioctl" alloc 0
+t "alloc -5 exits 2 (usage)" 2 "invalid option" "$tioctl" alloc -5
+t "alloc of a malformed size exits 2" 2 "bad size" "$tioctl" alloc 12Q
+t "alloc of a malformed dtype exits 2" 2 "not a dtype" "$tioctl" alloc 4K --dtype flaot32
+t "--shape without --dtype exits 2" 2 "needs --dtype" "$tioctl" alloc 4K --shape 2x2
+t "a malformed shape exits 2" 2 "bad --shape" "$tioctl" alloc 4K --dtype int8 --shape 2xx
+t "alloc on the user backend (exit 0, dtype by name)" 0 "dtype   float32" \
+	"$tioctl" alloc 64K --dtype float32 --shape 4x4096
+t "a descriptor that does not fit exits 1 (the library refused)" 1 "BUF_ALLOC" \
+	"$tioctl" alloc 4K --dtype float32 --shape 64x64
+j "alloc --json shape (jq)" '.backend == "user" and .kind == "alloc" and .size == 65536 and
+	.dtype == "float32" and .shape == [4, 4096] and (.handle | type) == "number" and
+	(.pid | type) == "number"' "$tioctl" --json alloc 64K --dtype float32 --shape 4x4096
+j "--json after the command, lanes in the dtype name" '.dtype == "int8x4" and .shape == [16]' \
+	"$tioctl" alloc 64 --dtype int8x4 --shape 16 --json
+j "--json between the options" '.dtype == "bfloat16"' "$tioctl" alloc 4K --json --dtype bfloat16
+
+# What the user backend lacks: exit 2, naming it.
+if [ -w /dev/udmabuf ]; then
+	echo "ok $((n + 1)) # SKIP /dev/udmabuf exists here"
+	n=$((n + 1))
+else
+	t "export on the user backend names /dev/udmabuf (exit 2)" 2 "/dev/udmabuf" "$tioctl" export 4K
+fi
+t "signal on the user backend names sync_file (exit 2)" 2 "no sync_file" "$tioctl" signal
+t "wait on the user backend names sync_file (exit 2)" 2 "no sync_file" "$tioctl" wait 0
+t "a malformed fd exits 2" 2 "bad fd" "$tioctl" import 1:x
+t "another process's fd that cannot be had exits 1" 1 "pidfd_open" "$tioctl" import 999999999:3
+quiet "TIO_BACKEND=kernel without the driver exits 2 (no usable backend)" \
+	env TIO_BACKEND=kernel "$tioctl" --json alloc 4K
+t "... and says why" 2 "TIO_BACKEND=kernel forced" env TIO_BACKEND=kernel "$tioctl" alloc 4K
+t "an unknown TIO_BACKEND exits 2" 2 "unknown backend" env TIO_BACKEND=gpu "$tioctl" alloc 4K
+
+# safetensors: names needing JSON escapes survive a round trip.
+hdr='{"b":{"dtype":"F32","shape":[2,2],"data_offsets":[8,24]},"a\"q\nl":{"dtype":"I8","shape":[8],"data_offsets":[0,8]}}'
 { printf "$(printf '\\x%02x' ${#hdr} 0 0 0 0 0 0 0)"; printf '%s' "$hdr"; head -c 24 /dev/zero; } >"$tmp/ok.safetensors"
-t "load-safetensors lists every tensor" 0 "b  *float32 *2x2 offset [0-9]* bytes 16" "$tioctl" load-safetensors "$tmp/ok.safetensors"
+t "load-safetensors lists every tensor" 0 "b  *float32 *2x2 offset [0-9]* bytes 16" \
+	"$tioctl" load-safetensors "$tmp/ok.safetensors"
+j "load-safetensors --json shape (jq), a name with a quote and a newline" \
+	'(.tensors | length) == 2 and (.load_ms | type) == "number" and
+	 ([.tensors[].name] | sort) == ["a\"q\nl", "b"] and
+	 (.tensors[] | select(.name == "b") | del(.offset)) == {"name": "b", "dtype": "float32",
+	   "shape": [2, 2], "bytes": 16} and ([.tensors[].offset | type] | unique) == ["number"]' "$tioctl" load-safetensors --json "$tmp/ok.safetensors"
 head -c 60 "$tmp/ok.safetensors" >"$tmp/short.safetensors"
-t "load-safetensors rejects a truncated file" 1 "short.safetensors" "$tioctl" load-safetensors "$tmp/short.safetensors"
+t "load-safetensors rejects a truncated file (exit 1)" 1 "short.safetensors" "$tioctl" load-safetensors "$tmp/short.safetensors"
+t "load-safetensors of a missing file exits 1 (ENOENT)" 1 "ENOENT" "$tioctl" load-safetensors "$tmp/none"
 # No progress bar unless stderr is a terminal.
 t "load-safetensors is quiet on a pipe" 0 "^0$" sh -c "'$tioctl' load-safetensors '$tmp/ok.safetensors' 2>&1 >/dev/null | wc -c"
 if command -v script >/dev/null; then
@@ -50,4 +119,12 @@ if command -v script >/dev/null; then
 else
 	n=$((n + 1)); echo "ok $n # SKIP no script(1)"
 fi
+quiet "a failed --json command prints no partial JSON" "$tioctl" --json signal
+
+# The bash completion completes commands, options and dtype names.
+t "bash completion: commands" 0 "^alloc$" bash -c \
+	"source '$top/tools/tioctl.bash-completion'; COMP_WORDS=(tioctl al); COMP_CWORD=1; _tioctl; printf '%s\n' \"\${COMPREPLY[@]}\""
+t "bash completion: dtype names" 0 "^bfloat16$" bash -c \
+	"source '$top/tools/tioctl.bash-completion'; COMP_WORDS=(tioctl alloc 4K --dtype bf); COMP_CWORD=4; _tioctl; printf '%s\n' \"\${COMPREPLY[@]}\""
+echo "1..$n"
 exit $fail

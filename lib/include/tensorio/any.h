@@ -221,6 +221,7 @@ static inline tio_any_t tio_any_raw_str(const char *s)
 
 /**
  * tio_any_object() - an Any holding @obj (NULL gives None)
+ * @obj: the object, or NULL
  *
  * No reference is taken: the result is a view, or an owned Any when the
  * caller hands over a reference it owns.
@@ -372,6 +373,10 @@ static inline int tio_any_to_device(const tio_any_t *a, DLDevice *out)
 /**
  * tio_any_to_dltensor() - DLTensorPtr, or the DLTensor inside a Tensor
  * object (borrowed from @a)
+ * @a: the value
+ * @out: the DLTensor; NULL with a type error raised when @a holds neither
+ *
+ * Return: 0, or -1 with a TypeError raised.
  */
 static inline int tio_any_to_dltensor(const tio_any_t *a, DLTensor **out)
 {

@@ -116,10 +116,20 @@ TIO_API int64_t tio_batch_add(tio_batch_t *b, tio_object_t *func,
 TIO_API int64_t tio_batch_add_record(tio_batch_t *b, unsigned int op,
 				  const void *payload, size_t size);
 
-/** tio_batch_fence_emit() - queue FENCE_EMIT; the slot gets the seqno */
+/**
+ * tio_batch_fence_emit() - queue FENCE_EMIT; the slot gets the seqno
+ * @b: the batch
+ * @s: the stream
+ */
 TIO_API int64_t tio_batch_fence_emit(tio_batch_t *b, tio_stream_t *s);
 
-/** tio_batch_fence_signal() - queue FENCE_SIGNAL; the slot gets None */
+/**
+ * tio_batch_fence_signal() - queue FENCE_SIGNAL; the slot gets None
+ * @b: the batch
+ * @s: the stream
+ * @seqno: signal every point up to this one
+ * @error: 0, or a negative errno the points complete with
+ */
 TIO_API int64_t tio_batch_fence_signal(tio_batch_t *b, tio_stream_t *s,
 				       uint64_t seqno, int error);
 
@@ -160,10 +170,16 @@ TIO_API int tio_batch_submit(tio_batch_t *b);
  */
 TIO_API int64_t tio_batch_wait(tio_batch_t *b, int64_t min_done, int64_t timeout_ns);
 
-/** tio_batch_count() - entries queued */
+/**
+ * tio_batch_count() - entries queued
+ * @b: the batch
+ */
 TIO_API int64_t tio_batch_count(const tio_batch_t *b);
 
-/** tio_batch_failed() - completed entries that failed */
+/**
+ * tio_batch_failed() - completed entries that failed
+ * @b: the batch
+ */
 TIO_API int64_t tio_batch_failed(const tio_batch_t *b);
 
 /**

@@ -83,10 +83,16 @@ TIO_API int tio_buffer_export(tio_buffer_t *buf, unsigned int flags, int *fd);
  */
 TIO_API void *tio_buffer_data(tio_buffer_t *buf);
 
-/** tio_buffer_size() - the buffer's size in bytes (whole pages) */
+/**
+ * tio_buffer_size() - the buffer's size in bytes (whole pages)
+ * @buf: the buffer
+ */
 TIO_API size_t tio_buffer_size(const tio_buffer_t *buf);
 
-/** tio_buffer_handle() - the backend's handle of the buffer */
+/**
+ * tio_buffer_handle() - the backend's handle of the buffer
+ * @buf: the buffer
+ */
 TIO_API uint32_t tio_buffer_handle(const tio_buffer_t *buf);
 
 /**

@@ -55,6 +55,8 @@ static inline int64_t tio_array_size(const tio_object_t *arr)
 
 /**
  * tio_array_at() - element @i of an Array, as a view (no bounds check)
+ * @arr: the Array
+ * @i: the index, 0 <= @i < size
  */
 static inline const tio_any_t *tio_array_at(const tio_object_t *arr, int64_t i)
 {
@@ -110,7 +112,10 @@ TIO_API int tio_array_pop(tio_object_t *arr, tio_any_t *out);
  */
 TIO_API int tio_map_new(tio_object_t **out);
 
-/** tio_map_size() - number of entries of a Map */
+/**
+ * tio_map_size() - number of entries of a Map
+ * @map: the Map
+ */
 TIO_API int64_t tio_map_size(const tio_object_t *map);
 
 /**
@@ -200,6 +205,7 @@ static inline const int64_t *tio_shape_data(const tio_object_t *shape)
 
 /**
  * tio_shape_numel() - product of the dimensions of a Shape (1 for none)
+ * @shape: the Shape
  */
 TIO_API int64_t tio_shape_numel(const tio_object_t *shape);
 

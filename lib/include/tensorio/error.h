@@ -27,7 +27,8 @@ extern "C" {
  * struct tio_error_cell - what follows the header of an Error (TVM FFI ABI)
  * @kind: "ValueError", "TypeError", ... (NUL-terminated)
  * @message: the message (NUL-terminated)
- * @backtrace: the backtrace, most recent call first, one frame a line
+ * @backtrace: the backtrace, most recent call first, one frame a line;
+ *	empty until first read with tio_error_backtrace() (symbolised lazily)
  * @update_backtrace: replaces or appends to @backtrace
  * @cause_chain: the error that caused this one, or NULL (owned)
  * @extra_context: any object recording more about the error, or NULL (owned)
@@ -143,8 +144,8 @@ TIO_API void tio_error_clear(void);
  * @out: a new NUL-terminated string, to free() (NULL when none could be
  *	produced)
  *
- * Unwinds with the toolchain's unwinder (glibc backtrace(), which uses
- * libgcc's DWARF CFI unwinder) and symbolises with elfutils' libdwfl:
+ * Unwinds with libunwind (unw_backtrace(), DWARF CFI) and symbolises
+ * with elfutils' libdwfl:
  * "#N 0xADDR function+off at file:line" where debug information exists,
  * "#N 0xADDR function+off (object)" otherwise. Most recent call first.
  * Setting TIO_BACKTRACE=0 in the environment disables capture (errors then
@@ -154,33 +155,50 @@ TIO_API void tio_error_clear(void);
  */
 TIO_API int tio_backtrace(int skip, char **out);
 
-/** tio_error_kind() - the kind of an Error */
+/**
+ * tio_error_kind() - the kind of an Error
+ * @err: the Error
+ */
 TIO_INLINE const char *tio_error_kind(const tio_object_t *err)
 {
 	return ((const tio_error_obj_t *)err)->cell.kind.data;
 }
 
-/** tio_error_message() - the message of an Error */
+/**
+ * tio_error_message() - the message of an Error
+ * @err: the Error
+ */
 TIO_INLINE const char *tio_error_message(const tio_object_t *err)
 {
 	return ((const tio_error_obj_t *)err)->cell.message.data;
 }
 
-/** tio_error_backtrace() - the backtrace of an Error ("" when none) */
-TIO_INLINE const char *tio_error_backtrace(const tio_object_t *err)
-{
-	const tio_error_obj_t *e = (const tio_error_obj_t *)err;
+/**
+ * tio_error_backtrace() - the backtrace of an Error ("" when none)
+ * @err: the Error
+ *
+ * Raising an error records only the raw return addresses (well under a
+ * microsecond); the first read symbolises them (libdwfl: hundreds of
+ * microseconds) and stores the text in the cell, where later reads and
+ * the TVM FFI cell's readers find it. Safe to call from several threads.
+ *
+ * Return: the text, valid as long as @err, most recent call first.
+ */
+TIO_API const char *tio_error_backtrace(const tio_object_t *err);
 
-	return e->cell.backtrace.data ? e->cell.backtrace.data : "";
-}
-
-/** tio_error_cause() - the cause of an Error (borrowed), or NULL */
+/**
+ * tio_error_cause() - the cause of an Error (borrowed), or NULL
+ * @err: the Error
+ */
 TIO_INLINE tio_object_t *tio_error_cause(const tio_object_t *err)
 {
 	return ((const tio_error_obj_t *)err)->cell.cause_chain;
 }
 
-/** tio_error_extra_context() - the extra context of an Error (borrowed), or NULL */
+/**
+ * tio_error_extra_context() - the extra context of an Error (borrowed), or NULL
+ * @err: the Error
+ */
 TIO_INLINE tio_object_t *tio_error_extra_context(const tio_object_t *err)
 {
 	return ((const tio_error_obj_t *)err)->cell.extra_context;

@@ -45,6 +45,7 @@ extern "C" {
  * @type_index: the object's type (TIO_TYPE_OBJECT and up)
  * @padding_: zero
  * @deleter: called as described above; never NULL
+ * @align_: keeps the header 24 bytes with 8-byte alignment on 32-bit ABIs
  */
 typedef struct tio_object {
 	uint64_t combined_ref_count;

@@ -80,22 +80,37 @@ TIO_API int tio_safetensors_load_ex(const char *path, struct tio_io_opts *opts,
 TIO_API int tio_safetensors_load_device(const char *path, DLDevice device,
 					struct tio_io_opts *opts, tio_safetensors_t **out);
 
-/** tio_safetensors_free() - drop a loaded file (views stay valid) */
+/**
+ * tio_safetensors_free() - drop a loaded file (views stay valid)
+ * @st: the loaded file, or NULL
+ */
 TIO_API void tio_safetensors_free(tio_safetensors_t *st);
 
-/** tio_safetensors_count() - its number of tensors */
+/**
+ * tio_safetensors_count() - its number of tensors
+ * @st: the loaded file
+ */
 TIO_API int64_t tio_safetensors_count(const tio_safetensors_t *st);
 
-/** tio_safetensors_name() - the name of tensor @i (sorted by offset), or NULL */
+/**
+ * tio_safetensors_name() - the name of tensor @i (sorted by offset), or NULL
+ * @st: the loaded file
+ * @i: the index, 0 <= @i < count
+ */
 TIO_API const char *tio_safetensors_name(const tio_safetensors_t *st, int64_t i);
 
 /**
- * tio_safetensors_buffer() - the buffer holding the whole file (borrowed);
- * for a sharded checkpoint, the first shard's
+ * tio_safetensors_buffer() - the buffer holding the whole file (borrowed)
+ * @st: the loaded file
+ *
+ * For a sharded checkpoint, the first shard's.
  */
 TIO_API tio_buffer_t *tio_safetensors_buffer(const tio_safetensors_t *st);
 
-/** tio_safetensors_shards() - the number of files loaded (1 unless sharded) */
+/**
+ * tio_safetensors_shards() - the number of files loaded (1 unless sharded)
+ * @st: the loaded checkpoint
+ */
 TIO_API int tio_safetensors_shards(const tio_safetensors_t *st);
 
 /**
@@ -108,7 +123,11 @@ TIO_API int tio_safetensors_shards(const tio_safetensors_t *st);
 TIO_API const char *tio_safetensors_metadata(const tio_safetensors_t *st,
 					     const char *key);
 
-/** tio_safetensors_metadata_key() - the @i-th key of the metadata map, or NULL */
+/**
+ * tio_safetensors_metadata_key() - a key of the metadata map, or NULL
+ * @st: the loaded file
+ * @i: the index, 0 <= @i < the number of keys
+ */
 TIO_API const char *tio_safetensors_metadata_key(const tio_safetensors_t *st, int64_t i);
 
 /**

@@ -35,7 +35,10 @@ TIO_API int tio_stream_create(tio_stream_t **out);
  */
 TIO_API void tio_stream_decref(tio_stream_t *s);
 
-/** tio_stream_handle() - the backend's handle of the stream */
+/**
+ * tio_stream_handle() - the backend's handle of the stream
+ * @s: the stream
+ */
 TIO_API uint32_t tio_stream_handle(const tio_stream_t *s);
 
 /**

@@ -120,22 +120,34 @@ TIO_API int tio_tensor_view(tio_object_t *base, int32_t ndim, const int64_t *sha
 /**
  * tio_tensor_is_contiguous() - whether @t is compact row-major (NULL
  * strides, or strides equal to them; size-1 dimensions are ignored)
+ * @t: the tensor
  */
 TIO_API int tio_tensor_is_contiguous(const DLTensor *t);
 
 /**
  * tio_tensor_is_aligned() - whether data + byte_offset is a multiple of
  * @alignment (a power of two)
+ * @t: the tensor
+ * @alignment: in bytes
  */
 TIO_API int tio_tensor_is_aligned(const DLTensor *t, size_t alignment);
 
-/** tio_tensor_numel() - number of elements (1 for a scalar) */
+/**
+ * tio_tensor_numel() - number of elements (1 for a scalar)
+ * @t: the tensor
+ */
 TIO_API int64_t tio_tensor_numel(const DLTensor *t);
 
-/** tio_tensor_nbytes() - bytes of a compact tensor: numel * element size */
+/**
+ * tio_tensor_nbytes() - bytes of a compact tensor: numel * element size
+ * @t: the tensor
+ */
 TIO_API size_t tio_tensor_nbytes(const DLTensor *t);
 
-/** tio_tensor_is_readonly() - whether the producer marked the tensor read-only */
+/**
+ * tio_tensor_is_readonly() - whether the producer marked the tensor read-only
+ * @t: the Tensor object
+ */
 TIO_API int tio_tensor_is_readonly(const tio_object_t *t);
 
 #ifdef __cplusplus

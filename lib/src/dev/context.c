@@ -120,10 +120,18 @@ void tio_ctx_put(struct tio_ctx *ctx, int64_t share)
 	free(ctx);
 }
 
-/* tio_exec()'s error path: the message names the command and backend. */
-int tio_exec_failed(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd, int err)
+/*
+ * tio_exec()'s error path: the message names the command, the backend and,
+ * where it can be told, the cause (explain.c).
+ */
+int tio_exec_failed(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
+		    const void *payload, int err)
 {
-	return tio_raise_errno(err, "%s (%s backend)", cmd->name, ctx->ops->name);
+	char why[200];
+
+	tio_cmd_explain(ctx, cmd->op, payload, err, why, sizeof(why));
+	return tio_raise_errno(err, "%s (%s backend)%s%s", cmd->name,
+			       ctx->ops->name, *why ? ": " : "", why);
 }
 
 int tio_init(void)

@@ -84,6 +84,8 @@ struct tio_ctx {
 extern TIO_TLS int tio__errno;
 int tio_raise_errno(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+int tio_raise_file_errno(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static inline void tio_set_errno(int err)
 {
 	tio__errno = err;
@@ -116,6 +118,10 @@ int tio_backend_user_open(struct tio_ctx *ctx, char *why, size_t len);
 extern const struct tio_backend_ops tio_backend_kernel_ops;
 extern const struct tio_backend_ops tio_backend_user_ops;
 
+/* explain.c: the cause of a failed command, for its error message. */
+void tio_cmd_explain(struct tio_ctx *ctx, unsigned int op, const void *payload,
+		     int err, char *why, size_t len);
+
 /* cmd_table.c: the name of a command ("BUF_ALLOC"), for messages. */
 const char *tio_op_name(unsigned int op);
 /* The payload size of a command, 0 for an unknown one. */
@@ -123,6 +129,7 @@ size_t tio_op_size(unsigned int op);
 
 /* desc.c: the driver's descriptor check, in userspace. */
 int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size);
+int tio_desc_explain(const struct tio_tensor_desc *d, uint64_t size, char *why, size_t len);
 
 /**
  * struct tio_buffer - a buffer object (FFI type tio.Buffer)
@@ -189,14 +196,15 @@ int tio_stream_wrap(struct tio_ctx *ctx, const struct tio_stream_create *sc,
  * Run one command with the context's backend; on failure raise an error
  * that names the command and the backend (context.c).
  */
-int tio_exec_failed(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd, int err);
+int tio_exec_failed(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
+		    const void *payload, int err);
 static inline int tio_exec(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
 			   void *payload)
 {
 	int ret = ctx->ops->exec(ctx, cmd->op, payload);
 
 	if (TIO_UNLIKELY(ret))
-		return tio_exec_failed(ctx, cmd, ret);
+		return tio_exec_failed(ctx, cmd, payload, ret);
 	tio__errno = 0;
 	return 0;
 }

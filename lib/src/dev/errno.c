@@ -46,7 +46,22 @@ static void tio_errno_text(int err, char *buf, size_t len)
 {
 	const char *name = strerrorname_np(err);
 
-	snprintf(buf, len, "%s (%s)", strerror(err), name ? name : "?");
+	/* E2BIG's strerror speaks of exec()'s argument list. */
+	snprintf(buf, len, "%s (%s)", err == E2BIG ? "too large" : strerror(err),
+		 name ? name : "?");
+}
+
+static int vraise_errno(const char *kind, int err, const char *fmt, va_list ap)
+{
+	char what[400], text[96];
+
+	if (err < 0)
+		err = -err;
+	vsnprintf(what, sizeof(what), fmt, ap);
+	tio_errno_text(err, text, sizeof(text));
+	tio_error_raise(kind ? kind : tio_errno_kind(err), "%s: %s", what, text);
+	tio__errno = err;
+	return -1;
 }
 
 /**
@@ -60,18 +75,38 @@ static void tio_errno_text(int err, char *buf, size_t len)
  */
 int tio_raise_errno(int err, const char *fmt, ...)
 {
-	char what[256], text[96];
 	va_list ap;
+	int r;
 
-	if (err < 0)
-		err = -err;
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	r = vraise_errno(NULL, err, fmt, ap);
 	va_end(ap);
-	tio_errno_text(err, text, sizeof(text));
-	tio_error_raise(tio_errno_kind(err), "%s: %s", what, text);
-	tio__errno = err;
-	return -1;
+	return r;
+}
+
+/**
+ * tio_raise_file_errno() - raise an error for errno @err on a file path
+ * @err: a positive or negative errno
+ * @fmt: what failed, naming the path
+ *
+ * As tio_raise_errno(), but the kind is that of a failed system call on a
+ * file, OSError (PermissionError for EACCES and EPERM), whatever the
+ * errno: a missing file is OSError with ENOENT, as Python's
+ * FileNotFoundError, not the KeyError of a missing handle.
+ *
+ * Return: -1.
+ */
+int tio_raise_file_errno(int err, const char *fmt, ...)
+{
+	int e = err < 0 ? -err : err;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vraise_errno(e == EACCES || e == EPERM ? "PermissionError" : "OSError",
+			 err, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 /**

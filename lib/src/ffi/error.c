@@ -2,9 +2,11 @@
 /*
  * Error objects and the thread-local raised error.
  *
- * An Error is one allocation: the object, then its kind and message (both
- * NUL-terminated). The backtrace is a separate allocation so that
- * update_backtrace can replace or extend it. The raised error of a thread
+ * An Error is one allocation: the object, the raw return addresses
+ * captured when it was made, then its kind and message (both
+ * NUL-terminated). The addresses become text only when the backtrace is
+ * first read (tio_error_backtrace(), update_backtrace); the text is a
+ * separate allocation so that update_backtrace can replace or extend it. The raised error of a thread
  * lives in a TLS slot; a pthread key releases it when the thread exits.
  */
 #include <pthread.h>
@@ -13,10 +15,27 @@
 
 #include "ffi/ffi_internal.h"
 
+#define BT_FRAMES 64
+
+/*
+ * Our Error: the public layout, then the raw return addresses captured at
+ * raise, symbolised into cell.backtrace on first read (@ready set, with
+ * release order, once cell.backtrace is final). Errors of another
+ * library's making (same type index) are told apart by update_backtrace.
+ */
+struct error_impl {
+	tio_error_obj_t pub;
+	int32_t nframes;
+	int32_t ready;
+	void *frames[];
+};
+
 static TIO_TLS tio_object_t *raised;
 static TIO_TLS int raised_key_set;
 static pthread_key_t raised_key;
 static pthread_once_t raised_once = PTHREAD_ONCE_INIT;
+/* Serialises the symbolising of one error read by several threads. */
+static pthread_mutex_t symbolise_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void error_deleter(void *self, int flags)
 {
@@ -34,12 +53,54 @@ static void error_deleter(void *self, int flags)
 		tio__obj_free(e);
 }
 
+static void error_update_backtrace(void *self, const tio_byte_array_t *bt, int32_t mode);
+
+static struct error_impl *impl_of(const tio_object_t *err)
+{
+	const tio_error_obj_t *e = (const tio_error_obj_t *)err;
+
+	return e->cell.update_backtrace == error_update_backtrace ?
+	       (struct error_impl *)err : NULL;
+}
+
+/* Make cell.backtrace final: symbolise the captured frames once. */
+static void error_symbolise(struct error_impl *x)
+{
+	char *text;
+
+	if (__atomic_load_n(&x->ready, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&symbolise_lock);
+	if (!x->ready) {
+		text = tio__backtrace_symbolise(x->frames, x->nframes);
+		if (text) {	/* else, without memory, no backtrace */
+			x->pub.cell.backtrace.data = text;
+			x->pub.cell.backtrace.size = strlen(text);
+		}
+		__atomic_store_n(&x->ready, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&symbolise_lock);
+}
+
+const char *tio_error_backtrace(const tio_object_t *err)
+{
+	const tio_error_obj_t *e = (const tio_error_obj_t *)err;
+	struct error_impl *x = impl_of(err);
+
+	if (x)
+		error_symbolise(x);
+	return e->cell.backtrace.data ? e->cell.backtrace.data : "";
+}
+
 static void error_update_backtrace(void *self, const tio_byte_array_t *bt, int32_t mode)
 {
+	struct error_impl *x = self;
 	tio_error_obj_t *e = self;
-	size_t old = mode == TIO_BACKTRACE_APPEND ? e->cell.backtrace.size : 0;
+	size_t old;
 	char *p;
 
+	error_symbolise(x);
+	old = mode == TIO_BACKTRACE_APPEND ? e->cell.backtrace.size : 0;
 	p = malloc(old + bt->size + 1);
 	if (!p)
 		return;		/* keeps the old backtrace */
@@ -71,17 +132,29 @@ static tio_error_obj_t oom_error = {
 		  .extra_context = NULL },
 };
 
+/*
+ * One allocation: the error, @nframes raw addresses, kind and message.
+ * @backtrace (taken over) is the text when one was given, else NULL.
+ */
 static int error_alloc(const char *kind, size_t klen, const char *msg, size_t msglen,
-		       char *backtrace, size_t btlen, tio_object_t *cause,
-		       tio_object_t *extra, tio_object_t **out)
+		       char *backtrace, size_t btlen, void *const *frames, int nframes,
+		       tio_object_t *cause, tio_object_t *extra, tio_object_t **out)
 {
+	size_t fsize = (size_t)nframes * sizeof(void *);
+	struct error_impl *x;
 	tio_error_obj_t *e;
 	char *p;
 
-	e = tio__obj_new(sizeof(*e) + klen + msglen + 2, TIO_TYPE_ERROR, error_deleter);
-	if (!e)
+	x = tio__obj_new(sizeof(*x) + fsize + klen + msglen + 2, TIO_TYPE_ERROR,
+			 error_deleter);
+	if (!x)
 		return -1;
-	p = (char *)(e + 1);
+	e = &x->pub;
+	x->nframes = nframes;
+	x->ready = !nframes;
+	if (nframes)
+		memcpy(x->frames, frames, fsize);
+	p = (char *)x->frames + fsize;
 	memcpy(p, kind, klen);
 	p[klen] = '\0';
 	e->cell.kind.data = p;
@@ -105,7 +178,9 @@ static int error_alloc(const char *kind, size_t klen, const char *msg, size_t ms
 int tio_error_new(const char *kind, const char *message, const char *backtrace,
 		  tio_object_t *cause, tio_object_t **out)
 {
+	void *frames[BT_FRAMES];
 	char *bt = NULL;
+	int n = 0;
 
 	if (!kind || !message || !out)
 		return -1;
@@ -113,11 +188,11 @@ int tio_error_new(const char *kind, const char *message, const char *backtrace,
 		bt = strdup(backtrace);
 		if (!bt)
 			return -1;
-	} else if (tio_backtrace(1, &bt)) {
-		bt = NULL;
+	} else {
+		n = tio__backtrace_capture(frames, BT_FRAMES, 1);
 	}
 	if (error_alloc(kind, strlen(kind), message, strlen(message), bt,
-			bt ? strlen(bt) : 0, cause, NULL, out)) {
+			bt ? strlen(bt) : 0, frames, n, cause, NULL, out)) {
 		free(bt);
 		return -1;
 	}
@@ -147,7 +222,7 @@ int tio_error_create(const tio_byte_array_t *kind, const tio_byte_array_t *messa
 	}
 	if (error_alloc(kind->data ? kind->data : "", kind->size,
 			message->data ? message->data : "", message->size,
-			bt, btlen, cause, extra_context, out)) {
+			bt, btlen, NULL, 0, cause, extra_context, out)) {
 		free(bt);
 		return -1;
 	}
@@ -219,20 +294,21 @@ int tio__oom(void)
 	return -1;
 }
 
+/* noinline: the frames skipped at capture are this one and its caller. */
+__attribute__((noinline))
 static int vraise(const char *kind, tio_object_t *cause, const char *fmt, va_list ap)
 {
+	void *frames[BT_FRAMES];
 	tio_object_t *err;
-	char *msg = NULL, *bt = NULL;
-	int len;
+	char *msg = NULL;
+	int len, n;
 
 	len = vasprintf(&msg, fmt, ap);
 	if (len < 0)
 		return tio__oom();
-	if (tio_backtrace(2, &bt))
-		bt = NULL;
-	if (error_alloc(kind, strlen(kind), msg, (size_t)len, bt, bt ? strlen(bt) : 0,
+	n = tio__backtrace_capture(frames, BT_FRAMES, 2);
+	if (error_alloc(kind, strlen(kind), msg, (size_t)len, NULL, 0, frames, n,
 			cause, NULL, &err)) {
-		free(bt);
 		free(msg);
 		return tio__oom();
 	}

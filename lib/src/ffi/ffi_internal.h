@@ -57,6 +57,10 @@ static inline void tio__obj_free(void *o)
 /* Raise a MemoryError (preallocated-free path; never fails). */
 int tio__oom(void);
 
+/* backtrace.c: raw capture at raise, symbolised when read (error.c). */
+int tio__backtrace_capture(void **frames, int max, int skip);
+char *tio__backtrace_symbolise(void *const *frames, int n);
+
 /* Hash of a byte string (64-bit, word at a time). */
 static inline uint64_t tio__hash_bytes(const void *p, size_t n)
 {

@@ -174,7 +174,7 @@ static int io_xfer(int write, const char *path, uint64_t file_off, uint64_t len,
 		x->free_idx[x->nfree++] = i;
 	x->fd = open(path, oflags, 0644);
 	if (x->fd < 0) {
-		ret = tio_raise_errno(errno, "opening %s", path);
+		ret = tio_raise_file_errno(errno, "opening %s", path);
 		goto out_free;
 	}
 	if (!(flags & TIO_IO_NO_DIRECT) && !(file_off % IO_ALIGN) &&
@@ -197,7 +197,7 @@ static int io_xfer(int write, const char *path, uint64_t file_off, uint64_t len,
 	ret = len ? io_run(x, o, path) : 0;
 	if (!ret && write && (flags & TIO_IO_TRUNCATE) &&
 	    ftruncate(x->fd, (off_t)(file_off + len)) < 0)
-		ret = tio_raise_errno(errno, "truncating %s", path);
+		ret = tio_raise_file_errno(errno, "truncating %s", path);
 	if (!ret)
 		tio_set_errno(0);
 	io_uring_queue_exit(&x->ring);

@@ -590,7 +590,7 @@ int tio_load_open(const char *path, uint64_t off, uint64_t len, unsigned int fla
 	it->len = len;
 	it->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (it->fd < 0)
-		return tio_raise_errno(errno, "opening %s", path);
+		return tio_raise_file_errno(errno, "opening %s", path);
 	if (!(flags & TIO_IO_NO_DIRECT) && len >= LD_ALIGN &&
 	    !ld_cached_mostly(it->fd, off, len))
 		it->dfd = open(path, O_RDONLY | O_CLOEXEC | O_DIRECT);	/* tmpfs: EINVAL */

@@ -242,7 +242,7 @@ int tio_st_header(struct tio_safetensors *st, int shard)
 	if (tio_load_open(path, 0, 0, TIO_IO_NO_DIRECT, &s->it))
 		return -1;
 	if (fstat(s->it.fd, &sb) < 0)
-		return tio_raise_errno(errno, "%s", path);
+		return tio_raise_file_errno(errno, "%s", path);
 	s->size = (uint64_t)sb.st_size;
 	if (s->size < 8 || pread(s->it.fd, len8, 8, 0) != 8)
 		return st_bad(path, "shorter than its 8-byte header length", NULL);
@@ -306,7 +306,7 @@ int tio_st_index(const char *path, struct tio_safetensors *st, json_object **map
 
 	if (!root) {
 		if (access(path, R_OK))
-			return tio_raise_errno(errno, "%s", path);
+			return tio_raise_file_errno(errno, "opening %s", path);
 		return tio_raise_errno(EINVAL, "%s: not a JSON file", path);
 	}
 	if (!json_object_object_get_ex(root, "weight_map", &wm) ||
@@ -755,8 +755,8 @@ int tio_safetensors_save_ex(const char *path, const char *const *names,
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err) {
-		tio_raise_errno(-err, "writing %s%s", path,
-				err == -EFBIG ? " (the file size limit, ulimit -f)" : "");
+		tio_raise_file_errno(-err, "writing %s%s", path,
+				     err == -EFBIG ? " (the file size limit, ulimit -f)" : "");
 		goto out;
 	}
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# tio-bench's command line: baselines on a fresh tree, paths checked before
+# anything runs, faults that name the path, the JSON header, two identical
+# --fast runs comparing clean. TAP output. (No timing is asserted.)
+top=$(cd "$(dirname "$0")/../.." && pwd)
+bench=$top/build/bench/tio-bench
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TIO_BENCH_BASELINES=$tmp/fresh/baselines
+one=(--fast --suite ffi --case breakdown/c-indirect-call)
+. "$top/tests/include/tap.sh"
+echo "TAP version 13"
+t "--save-baseline creates its directory on a fresh tree" 0 "baseline saved: $TIO_BENCH_BASELINES/b1.json" \
+	"$bench" "${one[@]}" --save-baseline b1
+t "the JSON header records --fast and repeats; rows their sample count (jq)" 0 true \
+	jq -e '.header.fast == true and .header.repeats == 0 and .results[0].n == 3 and
+	       (.results[0].samples | length) == 3' "$TIO_BENCH_BASELINES/b1.json"
+t "two back-to-back --fast runs compare clean (too few samples to fail)" 0 \
+	"baseline: 1 same or faster, 0 warnings, 0 failures" "$bench" "${one[@]}" --baseline b1
+t "... and say why they are not judged" 0 "too few to tell from noise" "$bench" "${one[@]}" --baseline b1
+t "a missing baseline names the path and the fault, before running" 2 \
+	"baseline nope: $TIO_BENCH_BASELINES/nope.json: no such file" "$bench" "${one[@]}" --baseline nope
+echo '{"results": ' >"$TIO_BENCH_BASELINES/bad.json"
+t "a malformed baseline names the path and says not JSON" 2 "bad.json: not JSON" \
+	"$bench" "${one[@]}" --baseline bad
+echo '{"x": 1}' >"$TIO_BENCH_BASELINES/other.json"
+t "a JSON file that is no result says so" 2 "other.json: not a tio-bench result" \
+	"$bench" "${one[@]}" --baseline other
+t "nothing ran before a path fault" 0 "refused before running" bash -c \
+	"out=\$('$bench' ${one[*]} --baseline nope 2>&1); [ \$? = 2 ] && ! grep -q '== suite' <<<\"\$out\" &&
+	 echo 'refused before running'"
+t "an unwritable --json directory is refused before running" 2 "--json $tmp/none/x.json: cannot write in $tmp/none" \
+	"$bench" "${one[@]}" --json "$tmp/none/x.json"
+t "rows show the sample count and no p99 from 3 samples" 0 "c-indirect-call .* 3          - " \
+	"$bench" "${one[@]}"
+# Plots: one per question, GB/s for bytes moved, the target drawn.
+cat >"$tmp/io.json" <<'JSON'
+{"format": "tio-bench/1", "header": {"unit": "ns", "mode": "wall clock", "date": "d"},
+ "results": [
+  {"suite": "io", "case": "fio-io_uring", "status": "ok", "unit": "ns", "median": 1000000,
+   "min": 990000, "max": 1010000, "bytes_per_op": 4194304, "ref": "fio-io_uring", "ratio": 1, "samples": [1000000]},
+  {"suite": "io", "case": "read-pinned", "status": "ok", "unit": "ns", "median": 1100000,
+   "min": 1000000, "max": 1200000, "bytes_per_op": 4194304, "ref": "fio-io_uring",
+   "ratio": 1.1, "target_ratio": 1.11, "samples": [1100000]},
+  {"suite": "io", "case": "safetensors/small", "status": "ok", "unit": "ns", "median": 5000000,
+   "min": 5000000, "max": 5000000, "bytes_per_op": 67108864, "samples": [5000000]}]}
+JSON
+if command -v gnuplot >/dev/null; then
+	t "--plot: the page-cache reads and the safetensors load are two plots" 0 "io-safetensors.svg" \
+		bash -c "'$bench' --load '$tmp/io.json' --plot '$tmp/plots' >/dev/null && ls '$tmp/plots' && test -s '$tmp/plots/io.svg'"
+	t "--plot: bytes moved are plotted in GB/s, fio as a peer, read-pinned's target drawn" 0 \
+		'"read-pinned" 3.813 3.49525 4.1943 3.77865 0' cat "$tmp/plots/io.dat"
+	t "--plot: fio is drawn as a peer" 0 '"fio-io_uring" 4.1943 .* NaN 1$' cat "$tmp/plots/io.dat"
+	t "--plot: the GB/s axis says so" 0 "set ylabel 'GB/s" cat "$tmp/plots/io.gp"
+else
+	for i in 1 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP no gnuplot"; done
+fi
+echo "1..$n"
+exit $fail
