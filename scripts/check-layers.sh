@@ -66,16 +66,24 @@ while IFS= read -r f; do
 done < <(find "$src" -name '*.[ch]' | sort)
 
 # Link-level: no object refers to a symbol defined in a layer it may not use.
+# Objects of the current sources only: a stale one of a moved file is not ours.
+objects() {
+	find "$obj" -name '*.o' | sort | while read -r o; do
+		o=${o#"$obj"/}
+		[ -f "$src/${o%.o}.c" ] && echo "$o"
+	done
+	return 0
+}
 if [ -n "$obj" ]; then
-	defs=$(cd "$obj" && find . -name '*.o' | sort | while read -r o; do
-		nm --defined-only "$o" | awk -v o="${o#./}" '$2 ~ /[TDBR]/ { print $3, o }'
+	defs=$(objects | while read -r o; do
+		nm --defined-only "$obj/$o" | awk -v o="$o" '$2 ~ /[TDBR]/ { print $3, o }'
 	done | sort)
 	while read -r sym from to; do
 		a=$(layer_of_path "$from") b=$(layer_of_path "$to")
 		[[ " ${uses[$a]} " == *" $b "* ]] ||
 			complain "$from uses $sym from $to ($a/ must not use $b/)"
-	done < <(cd "$obj" && find . -name '*.o' | sort | while read -r o; do
-		nm -u "$o" | awk -v o="${o#./}" '{ print $2, o }'
+	done < <(objects | while read -r o; do
+		nm -u "$obj/$o" | awk -v o="$o" '{ print $2, o }'
 	done | sort | join - <(echo "$defs"))
 fi
 [ $bad = 0 ]

@@ -23,7 +23,7 @@ copy() {
 	rm -rf "$tmp/src" && cp -r "$top/lib/src" "$tmp/src"
 }
 echo "TAP version 13"
-echo "1..6"
+echo "1..7"
 t "lib/src and build/lib/obj keep their layers" 0 "" "$check" "$top/lib/src" "$top/build/lib/obj"
 copy
 sed -i '0,/#include/s|#include|#include "dev/dev_internal.h"\n#include|' "$tmp/src/ffi/any.c"
@@ -47,5 +47,13 @@ echo 'int tio_up(void); int tio_f(void) { return tio_up(); }' |
 	cc -x c -c -o "$tmp/obj/ffi/f.o" -
 echo 'int tio_up(void) { return 1; }' | cc -x c -c -o "$tmp/obj/dev/d.o" -
 copy
+: >"$tmp/src/ffi/f.c"
+: >"$tmp/src/dev/d.c"
 t "an ffi/ object using a dev/ symbol fails" 1 "ffi/f.o uses tio_up from dev/d.o" \
 	"$check" "$tmp/src" "$tmp/obj"
+# A stale object of a file that moved away (an old build tree) is not checked.
+copy
+mkdir -p "$tmp/obj2"
+cp "$tmp/obj/ffi/f.o" "$tmp/obj2/f.o"
+t "a stale object without its source is ignored" 0 "" \
+	"$check" "$tmp/src" "$tmp/obj2"
