@@ -188,6 +188,17 @@ int tio_map_set(tio_object_t *map, const tio_any_t *key, const tio_any_t *value)
 	return 0;
 }
 
+/* The slot of @key, or -1 with KeyError raised (get and erase). */
+static int64_t lookup_or_raise(const struct map_obj *m, const tio_any_t *key)
+{
+	int64_t slot = lookup(m, key, tio_any_hash(key), NULL);
+
+	if (slot < 0)
+		tio_error_raise("KeyError", "key of type %s not in map",
+				tio_any_type_name(key));
+	return slot;
+}
+
 int tio_map_get(tio_object_t *map, const tio_any_t *key, tio_any_t *out)
 {
 	struct map_obj *m = as_map(map);
@@ -196,10 +207,9 @@ int tio_map_get(tio_object_t *map, const tio_any_t *key, tio_any_t *out)
 	*out = tio_any_none();
 	if (!m)
 		return -1;
-	slot = lookup(m, key, tio_any_hash(key), NULL);
+	slot = lookup_or_raise(m, key);
 	if (slot < 0)
-		return tio_error_raise("KeyError", "key of type %s not in map",
-				       tio_any_type_name(key));
+		return -1;
 	return tio_any_copy(out, &m->entries[m->index[slot] - 1].value);
 }
 
@@ -218,10 +228,9 @@ int tio_map_erase(tio_object_t *map, const tio_any_t *key)
 
 	if (!m)
 		return -1;
-	slot = lookup(m, key, tio_any_hash(key), NULL);
+	slot = lookup_or_raise(m, key);
 	if (slot < 0)
-		return tio_error_raise("KeyError", "key of type %s not in map",
-				       tio_any_type_name(key));
+		return -1;
 	e = &m->entries[m->index[slot] - 1];
 	m->index[slot] = IDX_DELETED;
 	e->live = 0;
