@@ -508,7 +508,8 @@ TEST(entry_errors_strings_dtypes)
 TEST(entry_types)
 {
 	TVMFFIByteArray key = ba("ffi.Tensor"), nope = ba("no.such.Type");
-	TVMFFIByteArray mine = ba("test.tvmffi.Node");
+	TVMFFIByteArray mine = ba("test.tvmffi.Node"), stat = ba("test.tvmffi.Static");
+	TVMFFIByteArray stat2 = ba("test.tvmffi.Static2");
 	tio_field_info_t fi = { .struct_size = sizeof(fi), .name = "x", .offset = 24, .size = 8,
 				.field_type_index = TIO_TYPE_INT };
 	const TVMFFITypeInfo *ti;
@@ -525,8 +526,27 @@ TEST(entry_types)
 	EXPECT_EQ(-2, TVMFFITypeGetOrAllocIndex(&nope, -1, 1, 0, 0, -2));
 	EXPECT_EQ(NULL, tio_error_peek_raised());
 	EXPECT_EQ(kTVMFFITensor, TVMFFITypeGetOrAllocIndex(&key, kTVMFFITensor, 1, 0, 0, 64));
-	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&key, kTVMFFIArray, 1, 0, 0, 64));
-	ASSERT_RAISED("ValueError", "has index 70");
+	/* As TVM FFI: a known key gives its index, whatever the rest says. */
+	EXPECT_EQ(kTVMFFITensor, TVMFFITypeGetOrAllocIndex(&key, kTVMFFIArray, 1, 0, 0, 64));
+	EXPECT_EQ(kTVMFFITensor, TVMFFITypeGetOrAllocIndex(&key, -1, 3, 0, 0, 100));
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+	/* A new key with a static index is placed there. */
+	EXPECT_EQ(100, TVMFFITypeGetOrAllocIndex(&stat, 100, 1, 0, 0, -1));
+	EXPECT_EQ(100, TVMFFITypeGetOrAllocIndex(&stat, 101, 1, 0, 0, -1));
+	EXPECT_EQ(101, TVMFFITypeGetOrAllocIndex(&stat2, 101, 2, 0, 0, 100));
+	ti = TVMFFIGetTypeInfo(101);
+	ASSERT_NE(NULL, ti);
+	EXPECT_EQ(2, ti->type_depth);
+	EXPECT_EQ(100, ti->type_ancestors[1]->type_index);
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, 100, 1, 0, 0, -1));
+	ASSERT_RAISED("ValueError", "taken by 'test.tvmffi.Static'");
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, 4000, 1, 0, 0, -1));
+	ASSERT_RAISED("ValueError", "outside");
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, -1, 1, 0, 0, 4000));
+	ASSERT_RAISED("ValueError", "parent type index 4000");
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(NULL, -1, 1, 0, 0, -1));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-2, TVMFFITypeGetOrAllocIndex(&nope, -1, 1, 0, 0, -2));
 	t = TVMFFITypeGetOrAllocIndex(&mine, -1, 1, 0, 1, kTVMFFIObject);
 	EXPECT_GE(t, kTVMFFIDynObjectBegin);
 	EXPECT_EQ(t, TVMFFITypeGetOrAllocIndex(&mine, -1, 1, 0, 1, kTVMFFIObject));
