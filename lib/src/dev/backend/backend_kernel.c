@@ -84,7 +84,7 @@ static int tio_kernel_submit(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t
 	};
 	int ret;
 
-	s.count = n < ctx->info.max_submit ? n : ctx->info.max_submit;
+	s.count = n > ctx->info.max_submit && ctx->info.max_submit ? ctx->info.max_submit : n;
 
 	do {
 		ret = ioctl(ctx->fd, TIO_IOC_SUBMIT, &s);
