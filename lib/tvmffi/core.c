@@ -82,15 +82,26 @@ int TVMFFIObjectCreateOpaque(void *handle, int32_t type_index, void (*deleter)(v
 	return 0;
 }
 
+/*
+ * As in TVM FFI, a callback with neither self nor deleter becomes the cell
+ * itself and is called with the Function object as its self, by every
+ * path: TVMFFIFunctionCall then jumps straight to it, with no trampoline.
+ */
 int TVMFFIFunctionCreate(void *self, TVMFFISafeCallType safe_call, void (*deleter)(void *self),
 			 TVMFFIObjectHandle *out)
 {
+	tio_func_obj_t *fo;
 	tio_object_t *f;
 
 	if (!out)
 		return tio_error_raise("ValueError", "NULL output");
 	if (tio_func_new((tio_safe_call_t)safe_call, self, deleter, &f))
 		return -1;
+	if (!self && !deleter) {
+		fo = (tio_func_obj_t *)f;
+		fo->safe_call = (tio_safe_call_t)safe_call;
+		fo->self = f;
+	}
 	*out = f;
 	return 0;
 }
@@ -116,40 +127,17 @@ int TVMFFIFunctionSetGlobal(const TVMFFIByteArray *name, TVMFFIObjectHandle f,
 	return r;
 }
 
-/* libtensorio's cell entry: a Function with it is laid out as tio_func_obj_t. */
-static TVMFFISafeCallType tio_cell_entry;
-
-static int nothing(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
-{
-	(void)self, (void)args, (void)nargs, (void)ret;
-	return 0;
-}
-
-__attribute__((constructor)) static void find_cell_entry(void)
-{
-	tio_object_t *f;
-
-	if (tio_func_new(nothing, NULL, NULL, &f)) {
-		tio_error_clear();
-		return;		/* every call then takes the cell */
-	}
-	tio_cell_entry = (TVMFFISafeCallType)((tio_func_obj_t *)f)->safe_call;
-	tio_object_decref(f);
-}
-
 /*
- * The hot path. A Function made by libtensorio is called straight through
- * its callback (one indirect jump, as tio_func_call()); any other through
- * its cell, as every TVM-FFI-compatible caller does. Tail calls either way.
+ * The hot path, as in TVM FFI: one jump through the cell. A Function made
+ * by libtensorio has a trampoline there that calls its callback with its
+ * self; one made by TVMFFIFunctionCreate without self has its callback.
  */
 int TVMFFIFunctionCall(TVMFFIObjectHandle func, TVMFFIAny *args, int32_t num_args,
 		       TVMFFIAny *result)
 {
 	const tio_func_obj_t *f = func;
 
-	if (TIO_UNLIKELY_((TVMFFISafeCallType)f->safe_call != tio_cell_entry))
-		return f->safe_call(func, (tio_any_t *)args, num_args, (tio_any_t *)result);
-	return f->call(f->self, (tio_any_t *)args, num_args, (tio_any_t *)result);
+	return f->safe_call(func, (tio_any_t *)args, num_args, (tio_any_t *)result);
 }
 
 int TVMFFIAnyViewToOwnedAny(const TVMFFIAny *any_view, TVMFFIAny *out)

@@ -342,6 +342,51 @@ TEST(call_foreign_function)
 	EXPECT_EQ(&f, r.v_ptr);
 }
 
+/* Returns the self it was called with. */
+static int echo_self(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *ret)
+{
+	ret->type_index = kTVMFFIOpaquePtr;
+	ret->zero_padding = 0;
+	ret->v_ptr = self;
+	return 0;
+}
+
+/*
+ * As in TVM FFI: a callback made a Function with neither self nor deleter
+ * is the cell itself and gets the Function as its self, on every path.
+ */
+TEST(null_self_is_the_cell)
+{
+	TVMFFIObjectHandle f, g;
+	TVMFFIAny ret = { .type_index = kTVMFFINone };
+	tio_any_t r = tio_any_none();
+	int x = 0;
+
+	ASSERT_EQ(0, TVMFFIFunctionCreate(NULL, echo_self, NULL, &f));
+	EXPECT_EQ((void *)echo_self,
+		  (void *)((TVMFFIFunctionCell *)((TVMFFIObject *)f + 1))->safe_call);
+	ASSERT_EQ(0, TVMFFIFunctionCall(f, NULL, 0, &ret));
+	EXPECT_EQ(f, ret.v_ptr);
+	ASSERT_EQ(0, tio_func_call(f, NULL, 0, &r));
+	EXPECT_EQ(f, r.v_ptr);
+	r = tio_any_none();
+	ASSERT_EQ(0, tio_func_call_any(f, NULL, 0, &r));
+	EXPECT_EQ(f, r.v_ptr);
+	TVMFFIObjectDecRef(f);
+
+	/* With a self, the callback gets that self, through a trampoline. */
+	ASSERT_EQ(0, TVMFFIFunctionCreate(&x, echo_self, NULL, &g));
+	EXPECT_NE((void *)echo_self,
+		  (void *)((TVMFFIFunctionCell *)((TVMFFIObject *)g + 1))->safe_call);
+	ASSERT_EQ(0, TVMFFIFunctionCall(g, NULL, 0, &ret));
+	EXPECT_EQ(&x, ret.v_ptr);
+	r = tio_any_none();
+	ASSERT_EQ(0, tio_func_call(g, NULL, 0, &r));
+	EXPECT_EQ(&x, r.v_ptr);
+	TVMFFIObjectDecRef(g);
+	ASSERT_NO_LEAKS();
+}
+
 TEST(entry_objects_functions)
 {
 	TVMFFIVersion v;

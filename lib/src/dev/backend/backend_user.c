@@ -919,6 +919,14 @@ static int ub_submit(struct tio_ctx *ctx, struct tio_submit *a)
 			     a->flags, &a->done);
 }
 
+/* The backend's vectored submit: up to max_submit of @n records. */
+static int ub_submit_some(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t n,
+			  unsigned int flags, uint32_t *done)
+{
+	return ub_submit_vec(ctx, cmds, n < ctx->info.max_submit ? n : ctx->info.max_submit,
+			     flags, done);
+}
+
 static int ub_exec(struct tio_ctx *ctx, unsigned int op, void *p)
 {
 	struct ub_state *ub = ctx->priv;
@@ -1039,7 +1047,7 @@ static void ub_destroy(struct tio_ctx *ctx)
 const struct tio_backend_ops tio_backend_user_ops = {
 	.name = "user",
 	.exec = ub_exec,
-	.submit = ub_submit_vec,
+	.submit = ub_submit_some,
 	.map = ub_map,
 	.unmap = ub_unmap,
 	.destroy = ub_destroy,
