@@ -3,7 +3,7 @@
 #
 # make bench: every benchmark suite this machine can run, written to
 # bench/results/<UTC date>/:
-#   host.{json,md}, plots-host/   ffi, memory, io, sync, python on the host
+#   host.{json,md}, plots-host/   host, ffi, memory, io, sync, python on the host
 #                                 (ns/op), and overhead (library rows: user
 #                                 backend)
 #   vm-<kernel>.{json,md}, plots-vm-<kernel>/
@@ -24,7 +24,7 @@ mkdir -p "$out"
 rc=0
 
 echo "# make bench: host suites (ns/op) -> $out"
-TIO_COMMIT=$commit "$bin" --suite ffi,memory,io,overhead,gpu,sync,python --json "$out/host.json" \
+TIO_COMMIT=$commit "$bin" --suite host,ffi,memory,io,overhead,gpu,sync,python --json "$out/host.json" \
 	--md "$out/host.md" --plot "$out/plots-host" $args || rc=1
 
 for kver in ${KVER:-$(scripts/kernels.sh)}; do

@@ -5,8 +5,10 @@
 # mode (TCG, -icount shift=0: the guest clock counts instructions) with the
 # module, runs the "overhead" suite there (guest instructions per op), then
 # the "ffi" suite on the host (ns per op), and prints both tables with the
-# targets beside them, and the overhead suite's library rows on the host's
-# user backend. Results: build/run/{overhead-vm,overhead-host,ffi-host}.json.
+# targets beside them, the overhead suite's library rows on the host's
+# user backend, and the "host" suite (a syscall, an ioctl and io_uring NOPs
+# in wall-clock ns: what the VM's instruction counts leave out). Results:
+# build/run/{overhead-vm,overhead-host,ffi-host,host}.json.
 # KVER=release picks the kernel (default: the oldest supported series);
 # TIO_RUN_ARGS adds tio-bench options to both runs (e.g. --fast).
 set -euo pipefail
@@ -51,5 +53,9 @@ echo "# make run: ffi suite on the host (ns/op)"
 TIO_COMMIT=$commit build/bench/tio-bench --suite ffi \
 	--json "$out/ffi-host.json" $args || rc=1
 echo
-echo "# results: $out/overhead-vm.json, $out/overhead-host.json, $out/ffi-host.json"
+echo "# make run: syscall, ioctl and io_uring costs on the host (wall-clock ns/op; $(uptime | sed 's/.*load/load/'))"
+TIO_COMMIT=$commit build/bench/tio-bench --suite host \
+	--json "$out/host.json" $args || rc=1
+echo
+echo "# results: $out/overhead-vm.json, $out/overhead-host.json, $out/ffi-host.json, $out/host.json"
 exit $rc
