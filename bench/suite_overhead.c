@@ -7,6 +7,9 @@
  *   uring/bN        one IORING_OP_URING_CMD SQE per command, N per submit,
  *   submit/bN       TIO_IOC_SUBMIT carrying N struct tio_cmd records,
  *   submit-uring/bN the same vector in one uring_cmd SQE,
+ *   ring/bN         N records written into the file's command ring, one
+ *                   TIO_IOC_RING_ENTER ioctl runs them in place,
+ *   ring-uring/bN   the same, entered by one uring_cmd SQE,
  * and each row's ratio to the ioctl row shows what batching saves. Run it
  * in the VM under -icount shift=0 (make run) for instructions per op.
  *
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,7 +34,7 @@
 #include "bench.h"
 
 enum kind { K_INFO, K_BUF, K_FENCE };
-enum path { P_IOCTL, P_URING, P_SUBMIT, P_SUBMIT_URING };
+enum path { P_IOCTL, P_URING, P_SUBMIT, P_SUBMIT_URING, P_RING, P_RING_URING };
 
 #define ARG(k, p, b)	((uintptr_t)(k) | (uintptr_t)(p) << 4 | (uintptr_t)(b) << 8)
 #define ARG_KIND(a)	((enum kind)((a) & 0xf))
@@ -59,6 +63,10 @@ struct ovh {
 	__u64 next_seq;
 	union payload *pl;	/* 2 * batch */
 	struct tio_cmd *cmds;	/* 2 * batch */
+	struct tio_ring_hdr *rhdr;	/* the command ring, P_RING* */
+	struct tio_cmd *rcmds;
+	size_t rsize;
+	unsigned int rtail;
 };
 
 static int open_dev(struct bench_run *run, int *fd, struct tio_info *info)
@@ -85,6 +93,8 @@ static void ovh_teardown(struct bench_run *run)
 		return;
 	if (s->have_ring)
 		io_uring_queue_exit(&s->ring);
+	if (s->rhdr)
+		munmap(s->rhdr, s->rsize);
 	if (s->stream) {
 		struct tio_handle_op d = { .handle = s->stream };
 
@@ -121,7 +131,11 @@ static int ovh_setup(struct bench_run *run)
 		need = TIO_FEAT_BUFFERS;
 	if (s->kind == K_FENCE && !(s->info.features & TIO_FEAT_STREAMS))
 		need = TIO_FEAT_STREAMS;
-	if ((s->path == P_URING || s->path == P_SUBMIT_URING) &&
+	if ((s->path == P_RING || s->path == P_RING_URING) &&
+	    !(s->info.features & TIO_FEAT_RING))
+		need = TIO_FEAT_RING;
+	if ((s->path == P_URING || s->path == P_SUBMIT_URING ||
+	     s->path == P_RING_URING) &&
 	    !(s->info.features & TIO_FEAT_URING_CMD))
 		need = TIO_FEAT_URING_CMD;
 	if ((s->path == P_SUBMIT || s->path == P_SUBMIT_URING) &&
@@ -131,7 +145,8 @@ static int ovh_setup(struct bench_run *run)
 		err = bench_skip(run, "driver lacks feature 0x%x (%s)", need,
 				 need == TIO_FEAT_BUFFERS ? "buffers" :
 				 need == TIO_FEAT_STREAMS ? "streams" :
-				 need == TIO_FEAT_URING_CMD ? "uring_cmd" : "submit");
+				 need == TIO_FEAT_URING_CMD ? "uring_cmd" :
+				 need == TIO_FEAT_RING ? "ring" : "submit");
 		goto out;
 	}
 	slots = 2 * s->batch;
@@ -146,7 +161,27 @@ static int ovh_setup(struct bench_run *run)
 		err = bench_fail(run, ENOMEM, "payloads");
 		goto out;
 	}
-	if (s->path == P_URING || s->path == P_SUBMIT_URING) {
+	if (s->path == P_RING || s->path == P_RING_URING) {
+		struct tio_ring_setup rs = { .entries = 8 };
+		void *m;
+
+		while (rs.entries < slots)
+			rs.entries *= 2;
+		if (ioctl(s->fd, TIO_IOC_RING_SETUP, &rs)) {
+			err = bench_fail(run, errno, "RING_SETUP");
+			goto out;
+		}
+		m = mmap(NULL, rs.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 s->fd, rs.mmap_offset);
+		if (m == MAP_FAILED) {
+			err = bench_fail(run, errno, "mmap ring");
+			goto out;
+		}
+		s->rhdr = m;
+		s->rsize = rs.size;
+		s->rcmds = (struct tio_cmd *)((char *)m + TIO_RING_CMDS_OFFSET);
+	}
+	if (s->path == P_URING || s->path == P_SUBMIT_URING || s->path == P_RING_URING) {
 		err = io_uring_queue_init(slots < 8 ? 8 : slots, &s->ring, 0);
 		if (err) {
 			err = bench_skip(run, "io_uring_queue_init: %s",
@@ -300,6 +335,64 @@ static int run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
 	return vector ? check_records(run, s, &sub, n) : 0;
 }
 
+/*
+ * The records go straight into the ring's slots, one enter runs them,
+ * results and payloads are read back from the slots.
+ */
+static int run_ring(struct bench_run *run, struct ovh *s, unsigned int *ops,
+		    unsigned int n)
+{
+	struct tio_ring_enter e = { 0 };
+	unsigned int i, mask = s->rhdr->mask, t0 = s->rtail;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		struct tio_cmd *c = &s->rcmds[(t0 + i) & mask];
+
+		c->op = ops[i];
+		c->flags = 0;
+		c->result = 0;
+		c->pad = 0;
+		memcpy(c->payload.bytes, &s->pl[i], TIO_CMD_PAYLOAD);
+	}
+	s->rtail = t0 + n;
+	__atomic_store_n(&s->rhdr->tail, s->rtail, __ATOMIC_RELEASE);
+	if (s->path == P_RING_URING) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+		struct io_uring_cqe *cqe;
+		__u64 ptr = (uintptr_t)&e;
+
+		if (!sqe)
+			return bench_fail(run, EBUSY, "SQ ring full");
+		io_uring_prep_rw(IORING_OP_URING_CMD, sqe, s->fd, NULL, 0, 0);
+		sqe->cmd_op = TIO_IOC_RING_ENTER;
+		memcpy(sqe->cmd, &ptr, sizeof(ptr));
+		ret = io_uring_submit_and_wait(&s->ring, 1);
+		if (ret < 0)
+			return bench_fail(run, -ret, "io_uring_submit_and_wait");
+		ret = io_uring_peek_cqe(&s->ring, &cqe);
+		if (ret)
+			return bench_fail(run, -ret, "io_uring_peek_cqe");
+		ret = cqe->res;
+		io_uring_cqe_seen(&s->ring, cqe);
+		if (ret < 0)
+			return bench_fail(run, -ret, "RING_ENTER (uring_cmd)");
+	} else if (ioctl(s->fd, TIO_IOC_RING_ENTER, &e) < 0) {
+		return bench_fail(run, errno, "TIO_IOC_RING_ENTER");
+	}
+	if (e.done != n || __atomic_load_n(&s->rhdr->head, __ATOMIC_ACQUIRE) != s->rtail)
+		return bench_fail(run, EPROTO, "RING_ENTER did %u of %u", e.done, n);
+	for (i = 0; i < n; i++) {
+		const struct tio_cmd *c = &s->rcmds[(t0 + i) & mask];
+
+		if (c->result)
+			return bench_fail(run, -c->result, "ring record %u (op 0x%x)",
+					  i, c->op);
+		memcpy(&s->pl[i], c->payload.bytes, TIO_CMD_PAYLOAD);
+	}
+	return 0;
+}
+
 static int run_submit(struct bench_run *run, struct ovh *s, unsigned int *ops,
 		      unsigned int n)
 {
@@ -369,6 +462,8 @@ static int ovh_run(struct bench_run *run, uint64_t iters)
 			n = fill_round(s, round, ops);
 			if (s->path == P_SUBMIT)
 				err = run_submit(run, s, ops, n);
+			else if (s->path == P_RING || s->path == P_RING_URING)
+				err = run_ring(run, s, ops, n);
 			else
 				err = run_uring(run, s, ops, n,
 						s->path == P_SUBMIT_URING);
@@ -519,7 +614,7 @@ fail:
 	.setup = ovh_setup, .run = ovh_run, .teardown = ovh_teardown,	\
 	.arg = ARG(k, p, b) }
 
-#define KIND_ROWS(pfx, k, what)						\
+#define KIND_ROWS(pfx, k, rt, what)					\
 	ROW(pfx "/ioctl", k, P_IOCTL, 1, NULL, pfx "/ioctl", 0, what),	\
 	ROW(pfx "/uring/b1", k, P_URING, 1, "small", pfx "/ioctl", 0, what), \
 	ROW(pfx "/uring/b4", k, P_URING, 4, "small", pfx "/ioctl", 0, what), \
@@ -532,7 +627,12 @@ fail:
 	ROW(pfx "/submit/b64", k, P_SUBMIT, 64, "medium", pfx "/ioctl", 0.1, what), \
 	ROW(pfx "/submit/b256", k, P_SUBMIT, 256, "large", pfx "/ioctl", 0, what), \
 	ROW(pfx "/submit-uring/b64", k, P_SUBMIT_URING, 64, "medium", pfx "/ioctl", 0.1, what), \
-	ROW(pfx "/submit-uring/b256", k, P_SUBMIT_URING, 256, "large", pfx "/ioctl", 0, what)
+	ROW(pfx "/submit-uring/b256", k, P_SUBMIT_URING, 256, "large", pfx "/ioctl", 0, what), \
+	ROW(pfx "/ring/b1", k, P_RING, 1, "small", pfx "/ioctl", 0, what), \
+	ROW(pfx "/ring/b16", k, P_RING, 16, "medium", pfx "/ioctl", 0, what), \
+	ROW(pfx "/ring/b64", k, P_RING, 64, "medium", pfx "/ioctl", rt, what), \
+	ROW(pfx "/ring/b256", k, P_RING, 256, "large", pfx "/ioctl", 0, what), \
+	ROW(pfx "/ring-uring/b64", k, P_RING_URING, 64, "medium", pfx "/ioctl", 0, what)
 
 static struct bench_case cases[] = {
 	{ .suite = "overhead", .name = "calib/1001-insn", .run = calib_run,
@@ -543,9 +643,9 @@ static struct bench_case cases[] = {
 	{ .suite = "overhead", .name = "sys/ioctl-unknown", .setup = badioctl_setup,
 	  .run = badioctl_run, .teardown = badioctl_teardown,
 	  .note = "an unknown tensorio ioctl: VFS ioctl path + rejection" },
-	KIND_ROWS("info", K_INFO, "TIO_IOC_INFO, the driver's no-op"),
-	KIND_ROWS("buf4k", K_BUF, "a 4 KiB buffer BUF_ALLOC + BUF_FREE"),
-	KIND_ROWS("fence", K_FENCE, "FENCE_EMIT + FENCE_SIGNAL on one stream"),
+	KIND_ROWS("info", K_INFO, 0.1, "TIO_IOC_INFO, the driver's no-op"),
+	KIND_ROWS("buf4k", K_BUF, 0.7, "a 4 KiB buffer BUF_ALLOC + BUF_FREE"),
+	KIND_ROWS("fence", K_FENCE, 0.3, "FENCE_EMIT + FENCE_SIGNAL on one stream"),
 	LIBROW("info/lib", K_INFO, "info/ioctl", "tio_driver_info (either backend)"),
 	LIBROW("buf4k/lib", K_BUF, "buf4k/ioctl",
 	       "tio_buffer_alloc(4096) + release (either backend)"),
