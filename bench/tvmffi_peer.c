@@ -8,7 +8,11 @@
  * directly. Repeats are interleaved across runtimes; the table gives ns per
  * operation, median and min of the repeats.
  *
- *   tvmffi-peer [-n CALLS] [-r REPEATS] LABEL=LIB...
+ *   tvmffi-peer [-n CALLS] [-r REPEATS] [-o OP] LABEL=LIB...
+ *
+ * -o runs operation OP (its row number, from 0) alone: under valgrind
+ * --tool=callgrind, two runs with different CALLS give the instructions
+ * per operation, which the machine's load does not change.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -82,6 +86,10 @@ static double run_rt(const struct rt *r, enum tvmffi_op op, long n)
 	return (now_ns() - t0) / (double)n;
 }
 
+/*
+ * The callees do what tvmffi_ops.h's do, no more: the rows differ only in
+ * the call path (tio_func_call against each runtime's TVMFFIFunctionCall).
+ */
 static int tio_cb_noop(void *self, const tio_any_t *args, int32_t n, tio_any_t *ret)
 {
 	return 0;
@@ -89,31 +97,30 @@ static int tio_cb_noop(void *self, const tio_any_t *args, int32_t n, tio_any_t *
 
 static int tio_cb_int(void *self, const tio_any_t *args, int32_t n, tio_any_t *ret)
 {
-	int64_t v;
-
-	if (tio_any_to_int(&args[0], &v))
-		return -1;
-	*ret = tio_any_int(v + 1);
+	if (args[0].type_index != TIO_TYPE_INT)
+		return tio_any_type_error(&args[0], "int");
+	*ret = tio_any_int(args[0].v_int64 + 1);
 	return 0;
 }
 
 static int tio_cb_dlt(void *self, const tio_any_t *args, int32_t n, tio_any_t *ret)
 {
-	DLTensor *t;
-
-	if (tio_any_to_dltensor(&args[0], &t))
-		return -1;
-	*ret = tio_any_int(t->ndim);
+	if (args[0].type_index != TIO_TYPE_DLTENSOR_PTR)
+		return tio_any_type_error(&args[0], "DLTensor*");
+	*ret = tio_any_int(((DLTensor *)args[0].v_ptr)->ndim);
 	return 0;
 }
 
 static tio_object_t *tnoop, *tint, *tdlt;
 
-/* The same operations through the tio_ API. */
+/*
+ * The same operations through the tio_ API, in the same loops: the result
+ * is made None by its type index alone, as tvmffi_ops.h does.
+ */
 static double run_tio(enum tvmffi_op op, long n)
 {
 	tio_any_t arg, ret;
-	tio_object_t *f = tnoop;
+	tio_object_t *f = tnoop, *g;	/* f is never addressed: it stays in a register */
 	double t0 = now_ns();
 	long i;
 	int err = 0;
@@ -121,7 +128,7 @@ static double run_tio(enum tvmffi_op op, long n)
 	switch (op) {
 	case OP_CALL0:
 		for (i = 0; i < n; i++) {
-			ret = tio_any_none();
+			ret.type_index = TIO_TYPE_NONE;
 			err |= tio_func_call(f, NULL, 0, &ret);
 		}
 		break;
@@ -129,7 +136,7 @@ static double run_tio(enum tvmffi_op op, long n)
 		f = tint;
 		for (i = 0; i < n; i++) {
 			arg = tio_any_int(i);
-			ret = tio_any_none();
+			ret.type_index = TIO_TYPE_NONE;
 			err |= tio_func_call(f, &arg, 1, &ret);
 			keep(ret.v_int64);
 		}
@@ -138,15 +145,15 @@ static double run_tio(enum tvmffi_op op, long n)
 		f = tdlt;
 		for (i = 0; i < n; i++) {
 			arg = tio_any_dltensor(&dlt);
-			ret = tio_any_none();
+			ret.type_index = TIO_TYPE_NONE;
 			err |= tio_func_call(f, &arg, 1, &ret);
 			keep(ret.v_int64);
 		}
 		break;
 	case OP_LOOKUP:
 		for (i = 0; i < n; i++) {
-			err |= tio_func_get_global("peer.bench.tio-noop", &f);
-			tio_object_decref(f);
+			err |= tio_func_get_global("peer.bench.tio-noop", &g);
+			tio_object_decref(g);
 		}
 		break;
 	case OP_REFS:
@@ -166,8 +173,8 @@ static double run_tio(enum tvmffi_op op, long n)
 		DLManagedTensor mt = { .dl_tensor = dlt, .deleter = tvmffi_ops_keep_mt };
 
 		for (i = 0; i < n; i++) {
-			err |= tio_tensor_from_dlpack(&mt, 0, 0, &f);
-			tio_object_decref(f);
+			err |= tio_tensor_from_dlpack(&mt, 0, 0, &g);
+			tio_object_decref(g);
 		}
 		break;
 	}
@@ -191,21 +198,23 @@ static int cmp_d(const void *a, const void *b)
 int main(int argc, char **argv)
 {
 	long n = 10000000;
-	int reps = 5, nrt, c, i, k, op;
+	int reps = 5, only = -1, nrt, c, i, k, op;
 	struct rt rts[4];
 	double *t;
 
-	while ((c = getopt(argc, argv, "n:r:")) != -1) {
+	while ((c = getopt(argc, argv, "n:r:o:")) != -1) {
 		if (c == 'n')
 			n = atol(optarg);
 		else if (c == 'r')
 			reps = atoi(optarg);
+		else if (c == 'o')
+			only = atoi(optarg);
 		else
 			return 2;
 	}
 	nrt = argc - optind;
-	if (nrt > 4 || n <= 0 || reps <= 0) {
-		fprintf(stderr, "usage: %s [-n CALLS] [-r REPEATS] LABEL=LIB... (up to 4)\n",
+	if (nrt > 4 || n <= 0 || reps <= 0 || only < -1 || only >= OP_COUNT) {
+		fprintf(stderr, "usage: %s [-n CALLS] [-r REPEATS] [-o OP] LABEL=LIB... (up to 4)\n",
 			argv[0]);
 		return 2;
 	}
@@ -227,6 +236,8 @@ int main(int argc, char **argv)
 		printf(" %16s", rts[i].label);
 	printf("\n");
 	for (op = 0; op < OP_COUNT; op++) {
+		if (only >= 0 && op != only)
+			continue;
 		for (k = 0; k < reps; k++) {
 			t[k] = run_tio((enum tvmffi_op)op, n);
 			for (i = 0; i < nrt; i++)

@@ -245,7 +245,8 @@ TIO_API unsigned int tio_batch_ring_flags(const tio_batch_t *b);
  * @b: the batch
  *
  * Counts the kernel entries of every submission since the batch was made
- * (for measurements and tests of the "one io_uring_enter" property).
+ * (for measurements and tests of the "one io_uring_enter" property); 0
+ * where the backend has no asynchronous queue (the user backend).
  */
 TIO_API int64_t tio_batch_enters(const tio_batch_t *b);
 

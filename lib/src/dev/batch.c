@@ -7,27 +7,23 @@
  * adjacent driver entries are already a contiguous struct tio_cmd vector
  * that one TIO_IOC_SUBMIT carries without copying.
  *
- * Kernel backend: the batch runs segment by segment, a segment being the
- * driver entries between two userspace calls. A segment's records go into
- * SQEs (vectored SUBMITs of up to max_submit records, or one uring_cmd
- * each, or ioctls), a fence wait into its own uring_cmd that the driver
- * parks; one io_uring_submit_and_wait() sends the segment and waits for
- * its synchronous part. io_uring issues SQEs in ring order, inline, so
- * records run in batch order -- except those the driver punts to io-wq
- * (TIO_CMD_F_PUNT: pinning user pages, importing a dma-buf), which would
- * let later SQEs overtake them: the segment is flushed after each SQE
- * carrying one (a link would chain the parked waits in between too).
+ * A backend with an asynchronous queue (struct tio_queue_ops; the kernel
+ * backend's io_uring) gets the batch segment by segment, a segment being
+ * the driver entries between two userspace calls: records are pushed in
+ * order (how they reach the driver is the batch's mode), waits are
+ * parked by the driver and complete later, and a flush sends the segment
+ * and waits for its records, not for the waits.
  *
- * User backend (or a driver without asynchronous waits): records run
- * through the backend in order; waits are "deferred": polled once at the
- * end of the submission and waited for in tio_batch_wait().
+ * Without a queue (the user backend, a kernel without io_uring commands):
+ * each run of adjacent records goes to the backend's vectored submit;
+ * waits are "deferred": polled once at the end of the submission and
+ * waited for in tio_batch_wait().
  *
- * A batch is not thread-safe: one thread at a time (the ring is
- * IORING_SETUP_SINGLE_ISSUER where the kernel has it).
+ * A batch is not thread-safe: one thread at a time (the kernel queue's
+ * ring is IORING_SETUP_SINGLE_ISSUER where the kernel has it).
  */
 #include <errno.h>
 #include <stddef.h>
-#include <liburing.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +34,6 @@
 #include <tensorio/function.h>
 
 #include "dev/dev_internal.h"
-
-#define TIO_RING_ENTRIES 128
 
 /* Where FENCE_WAIT and BUF_WAIT keep their TIO_WAIT_F_* flags. */
 #define TIO_WAIT_FLAGS_OFFSET 4
@@ -54,7 +48,7 @@ struct tio_bentry {
 	const struct tio_cmd_desc *cmd;	/* E_CMD, E_WAIT: its row */
 	int status;
 	int deferred;		/* a wait run in userspace, not the ring */
-	int in_ring;		/* submitted to the ring, no CQE yet */
+	int in_ring;		/* pushed to the queue, not completed */
 	tio_any_t ret;
 	tio_object_t *err;
 	tio_object_t *func;
@@ -74,15 +68,9 @@ struct tio_batch {
 	struct tio_bentry *e;
 	struct tio_cmd *cmds;
 	size_t n, cap;
-	struct tio_submit *subs;
-	size_t nsubs;
 	int64_t done, failed;
-	int64_t enters;
-	int64_t in_ring;	/* SQEs sent and not completed */
-	int64_t sync_left;	/* of them, those a segment waits for */
-	int ring_ok;
-	unsigned int ring_flags;
-	struct io_uring ring;
+	int sync;		/* the backend has no queue */
+	struct tio_queue *q;	/* the backend's queue, opened on first use */
 };
 
 static int64_t tio_now_ns(void)
@@ -371,8 +359,6 @@ static int tio_batch_run_wait(struct tio_batch *b, size_t i, int64_t limit)
 	}
 	memcpy(w.payload.bytes + cmd->timeout_offset, &dl, sizeof(dl));
 	ret = b->ctx->ops->exec(b->ctx, cmd->op, w.payload.bytes);
-	if (b->ctx->kind == TIO_BACKEND_KERNEL)
-		b->enters++;
 	if (ret == -ETIME && call_limit)
 		return -ETIME;	/* the caller's limit, not the entry's */
 	if (!ret)
@@ -393,222 +379,73 @@ static void tio_batch_poll_deferred(struct tio_batch *b)
 			tio_batch_run_wait(b, i, 0);
 }
 
-/* Ring. */
-static int tio_batch_ring_setup(struct tio_batch *b)
+/* The queue's completion of entry @tag. */
+static void tio_batch_completed(void *arg, uint64_t tag, int res)
 {
-	struct io_uring_params p;
+	struct tio_batch *b = arg;
+
+	b->e[tag].in_ring = 0;
+	b->cmds[tag].result = res;
+	tio_batch_complete(b, (size_t)tag, res);
+}
+
+/* Open the backend's queue; 1 when it has none (then run synchronously). */
+static int tio_batch_open_queue(struct tio_batch *b)
+{
+	const struct tio_queue_ops *qops = b->ctx->ops->queue;
 	int ret;
 
-	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-	ret = io_uring_queue_init_params(TIO_RING_ENTRIES, &b->ring, &p);
-	if (ret == -EINVAL) {
-		/* Older kernel: no single-issuer or deferred task work. */
-		memset(&p, 0, sizeof(p));
-		ret = io_uring_queue_init_params(TIO_RING_ENTRIES, &b->ring, &p);
-	} else if (!ret) {
-		b->ring_flags |= TIO_BATCH_RING_SINGLE_ISSUER | TIO_BATCH_RING_DEFER_TASKRUN;
+	if (b->q || b->sync)
+		return b->sync;
+	ret = qops ? qops->open(b->ctx, &b->q) : -EOPNOTSUPP;
+	if (ret == -EOPNOTSUPP) {
+		b->sync = 1;
+		return 1;
 	}
 	if (ret)
-		return tio_raise_errno(ret, "setting up the batch's io_uring");
-	if (!io_uring_register_files(&b->ring, &b->ctx->fd, 1))
-		b->ring_flags |= TIO_BATCH_RING_FIXED_FILE;
-	if (io_uring_register_ring_fd(&b->ring) == 1)
-		b->ring_flags |= TIO_BATCH_RING_REGISTERED_RING;
-	b->ring_ok = 1;
+		return -1;
+	b->q->complete = tio_batch_completed;
+	b->q->arg = b;
 	return 0;
 }
 
-#define TAG_SUBMIT 1ULL
-
-static void tio_batch_reap_one(struct tio_batch *b, struct io_uring_cqe *cqe)
+/* Push the segment [@i, @j) of driver entries to the queue. */
+static int tio_batch_queue_segment(struct tio_batch *b, size_t i, size_t j)
 {
-	uint64_t tag = cqe->user_data;
-	int res = cqe->res;
+	unsigned int flags = b->flags & TIO_BATCH_STOP_ON_ERROR ? 0 : TIO_SUBMIT_F_CONTINUE;
+	struct tio_queue *q = b->q;
+	size_t k = i, m, run = i;
+	int n;
 
-	b->in_ring--;
-	if (tag & TAG_SUBMIT) {
-		struct tio_submit *s = &b->subs[tag >> 1];
-		size_t start = (size_t)((struct tio_cmd *)(uintptr_t)s->cmds_ptr - b->cmds);
-		uint32_t k;
-
-		b->sync_left--;
-		for (k = 0; k < s->count; k++) {
-			size_t i = start + k;
-			int r;
-
-			b->e[i].in_ring = 0;
-			if (k < s->done && res >= 0)
-				r = b->cmds[i].result;
-			else if (k < s->done)
-				r = b->cmds[i].result ? b->cmds[i].result : 0;
-			else
-				r = (res < 0 && !(b->flags & TIO_BATCH_STOP_ON_ERROR)) ?
-				    res : -ECANCELED;
-			b->cmds[i].result = r;
-			tio_batch_complete(b, i, r);
-		}
-		return;
-	}
-	tag >>= 1;
-	b->e[tag].in_ring = 0;
-	if (b->e[tag].kind != E_WAIT)
-		b->sync_left--;
-	b->cmds[tag].result = res < 0 ? res : 0;
-	tio_batch_complete(b, (size_t)tag, res < 0 ? res : 0);
-}
-
-static void tio_batch_reap(struct tio_batch *b)
-{
-	struct io_uring_cqe *cqe;
-	unsigned int head, seen = 0;
-
-	io_uring_for_each_cqe(&b->ring, head, cqe) {
-		tio_batch_reap_one(b, cqe);
-		seen++;
-	}
-	io_uring_cq_advance(&b->ring, seen);
-}
-
-/* Submit what is queued and wait until the segment's synchronous SQEs are done. */
-static int tio_batch_flush(struct tio_batch *b, int wait_sync)
-{
-	int ret;
-
-	for (;;) {
-		unsigned int want = wait_sync && b->sync_left > 0 ? 1 : 0;
-
-		ret = io_uring_submit_and_wait(&b->ring, want);
-		b->enters++;
-		if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY)
-			return tio_raise_errno(ret, "io_uring_enter for a batch");
-		tio_batch_reap(b);
-		if (!wait_sync || b->sync_left <= 0)
-			return 0;
-	}
-}
-
-static struct io_uring_sqe *tio_batch_sqe(struct tio_batch *b)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
-
-	if (!sqe) {
-		/* Ring full: send what is there, then take a slot. */
-		if (tio_batch_flush(b, 0))
-			return NULL;
-		sqe = io_uring_get_sqe(&b->ring);
-		if (!sqe)
-			tio_raise_errno(EBUSY, "no io_uring submission slot");
-	}
-	return sqe;
-}
-
-static void tio_prep_uring_cmd(struct tio_batch *b, struct io_uring_sqe *sqe,
-			       unsigned int op, void *payload, uint64_t tag)
-{
-	int fixed = b->ring_flags & TIO_BATCH_RING_FIXED_FILE;
-
-	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fixed ? 0 : b->ctx->fd, NULL, 0, 0);
-	sqe->cmd_op = op;
-	sqe->addr3 = (uint64_t)(uintptr_t)payload;	/* first 8 bytes of sqe->cmd */
-	sqe->__pad2[0] = 0;
-	if (fixed)
-		sqe->flags |= IOSQE_FIXED_FILE;
-	sqe->user_data = tag;
-	b->in_ring++;
-}
-
-/* Does the driver run @op from io-wq when io_uring issues it? */
-static int tio_cmd_punts(unsigned int op)
-{
-	const struct tio_cmd_desc *row = tio_cmd_of(op);
-
-	return row && (row->flags & TIO_CMD_F_PUNT);
-}
-
-static int tio_batch_kernel_segment(struct tio_batch *b, size_t i, size_t j)
-{
-	int stop = b->flags & TIO_BATCH_STOP_ON_ERROR;
-	int async = b->ctx->info.features & TIO_FEAT_ASYNC_WAIT;
-	uint32_t max = b->ctx->info.max_submit ? b->ctx->info.max_submit : 1;
-	struct io_uring_sqe *sqe;
-	size_t k, m;
-	int punt;
-
-	for (k = i; k < j && !b->stopped; ) {
-		struct tio_bentry *e = &b->e[k];
-
-		if (e->kind == E_WAIT) {
-			if (!async) {
-				e->deferred = 1;
-				k++;
-				continue;
-			}
-			sqe = tio_batch_sqe(b);
-			if (!sqe)
+	while (k < j && !b->stopped) {
+		if (b->e[k].kind == E_WAIT) {
+			if (q->ops->park(q, &b->cmds[k], k))
 				return -1;
-			tio_prep_uring_cmd(b, sqe, e->cmd->op,
-					   b->cmds[k].payload.bytes, (uint64_t)k << 1);
-			e->in_ring = 1;
-			k++;
+			b->e[k++].in_ring = 1;
 			continue;
 		}
-		if (b->mode == TIO_BATCH_IOCTL) {
-			int r = b->ctx->ops->exec(b->ctx, b->cmds[k].op,
-						  b->cmds[k].payload.bytes);
-
-			b->enters++;
-			b->cmds[k].result = r;
-			tio_batch_complete(b, k, r);
-			k++;
-			continue;
-		}
-		sqe = tio_batch_sqe(b);
-		if (!sqe)
+		if (run <= k)	/* the adjacent records from k on */
+			for (run = k; run < j && b->e[run].kind == E_CMD; run++)
+				;
+		n = q->ops->push(q, b->mode, &b->cmds[k], (uint32_t)(run - k), flags, k);
+		if (n < 0)
 			return -1;
-		punt = 0;
-		if (b->mode == TIO_BATCH_URING) {
-			tio_prep_uring_cmd(b, sqe, b->cmds[k].op,
-					   b->cmds[k].payload.bytes, (uint64_t)k << 1);
-			e->in_ring = 1;
-			b->sync_left++;
-			punt = tio_cmd_punts(b->cmds[k].op);
-			k++;
-		} else {
-			struct tio_submit *s = &b->subs[b->nsubs];
-
-			for (m = k; m < j && m - k < max && b->e[m].kind == E_CMD; m++) {
-				b->e[m].in_ring = 1;
-				punt |= tio_cmd_punts(b->cmds[m].op);
-			}
-			memset(s, 0, sizeof(*s));
-			s->cmds_ptr = (uint64_t)(uintptr_t)&b->cmds[k];
-			s->count = (uint32_t)(m - k);
-			s->flags = stop ? 0 : TIO_SUBMIT_F_CONTINUE;
-			tio_prep_uring_cmd(b, sqe, TIO_IOC_SUBMIT, s,
-					   ((uint64_t)b->nsubs << 1) | TAG_SUBMIT);
-			b->nsubs++;
-			b->sync_left++;
-			k = m;
-		}
+		/* Those the push did not already complete are in flight. */
+		for (m = k; m < k + (size_t)n; m++)
+			b->e[m].in_ring = b->e[m].status == TIO_BATCH_PENDING;
+		k += (size_t)n;
 		/* Stop-on-error: know the outcome before sending more. */
-		if ((stop || punt) && tio_batch_flush(b, 1))
+		if (!flags && q->ops->flush(q, 1))
 			return -1;
 	}
-	return tio_batch_flush(b, 1);
+	return q->ops->flush(q, 1);
 }
 
-static int tio_batch_run_kernel(struct tio_batch *b)
+/* With the queue: userspace calls in place, driver segments through it. */
+static int tio_batch_run_queue(struct tio_batch *b)
 {
 	size_t i = 0, j;
 
-	if (!b->ring_ok && tio_batch_ring_setup(b))
-		return -1;
-	free(b->subs);
-	b->nsubs = 0;
-	b->subs = calloc(b->n, sizeof(*b->subs));
-	if (!b->subs)
-		return tio_raise_errno(ENOMEM, "batch of %zu entries", b->n);
 	while (i < b->n && !b->stopped) {
 		if (b->e[i].kind == E_CALL) {
 			tio_batch_run_call(b, i++);
@@ -616,7 +453,7 @@ static int tio_batch_run_kernel(struct tio_batch *b)
 		}
 		for (j = i; j < b->n && b->e[j].kind != E_CALL; j++)
 			;
-		if (tio_batch_kernel_segment(b, i, j))
+		if (tio_batch_queue_segment(b, i, j))
 			return -1;
 		i = j;
 	}
@@ -624,13 +461,12 @@ static int tio_batch_run_kernel(struct tio_batch *b)
 }
 
 /*
- * Without the ring: calls run in place, waits are deferred, and each run
+ * Without a queue: calls run in place, waits are deferred, and each run
  * of adjacent records goes to the backend's vectored submit.
  */
-static void tio_batch_run_user(struct tio_batch *b)
+static void tio_batch_run_sync(struct tio_batch *b)
 {
 	unsigned int flags = b->flags & TIO_BATCH_STOP_ON_ERROR ? 0 : TIO_SUBMIT_F_CONTINUE;
-	uint32_t max = b->ctx->info.max_submit ? b->ctx->info.max_submit : 1;
 	uint32_t done, k;
 	size_t i = 0, j;
 	int r;
@@ -646,7 +482,7 @@ static void tio_batch_run_user(struct tio_batch *b)
 			i++;
 			continue;
 		}
-		for (j = i; j < b->n && j - i < max && b->e[j].kind == E_CMD; j++)
+		for (j = i; j < b->n && b->e[j].kind == E_CMD; j++)
 			;
 		done = 0;
 		r = b->ctx->ops->submit(b->ctx, &b->cmds[i], (uint32_t)(j - i), flags, &done);
@@ -673,10 +509,13 @@ int tio_batch_submit(tio_batch_t *b)
 	for (i = 0; i < b->n; i++)
 		if (b->e[i].kind == E_WAIT && b->e[i].timeout >= 0)
 			b->e[i].deadline = now + b->e[i].timeout;
-	if (b->ctx->kind == TIO_BACKEND_KERNEL)
-		ret = tio_batch_run_kernel(b);
-	else
-		tio_batch_run_user(b);
+	ret = tio_batch_open_queue(b);
+	if (ret > 0) {
+		ret = 0;
+		tio_batch_run_sync(b);
+	} else if (!ret) {
+		ret = tio_batch_run_queue(b);
+	}
 	if (b->stopped)
 		for (i = 0; i < b->n; i++)
 			tio_batch_cancel(b, i);
@@ -688,8 +527,6 @@ int64_t tio_batch_wait(tio_batch_t *b, int64_t min_done, int64_t timeout_ns)
 {
 	int64_t limit = timeout_ns >= 0 ? tio_now_ns() + timeout_ns : -1;
 	int64_t want = min_done > (int64_t)b->n || min_done < 0 ? (int64_t)b->n : min_done;
-	struct io_uring_cqe *cqe;
-	struct __kernel_timespec ts;
 	size_t i;
 	int ret;
 
@@ -698,30 +535,21 @@ int64_t tio_batch_wait(tio_batch_t *b, int64_t min_done, int64_t timeout_ns)
 			;
 		if (i < b->n) {
 			if (tio_batch_run_wait(b, i, limit))
-				return tio_raise_errno(ETIME, "tio_batch_wait: %lld of %lld done",
-						       (long long)b->done, (long long)want);
+				goto timeout;
 			continue;
 		}
-		if (!b->in_ring)
+		if (!b->q || !b->q->in_flight)
 			break;
-		if (limit >= 0) {
-			int64_t left = limit - tio_now_ns();
-
-			if (left < 0)
-				left = 0;
-			ts.tv_sec = left / 1000000000;
-			ts.tv_nsec = left % 1000000000;
-		}
-		ret = io_uring_wait_cqe_timeout(&b->ring, &cqe, limit >= 0 ? &ts : NULL);
-		b->enters++;
+		ret = b->q->ops->wait(b->q, limit);
 		if (ret == -ETIME)
-			return tio_raise_errno(ETIME, "tio_batch_wait: %lld of %lld done",
-					       (long long)b->done, (long long)want);
-		if (ret && ret != -EINTR)
-			return tio_raise_errno(ret, "tio_batch_wait");
-		tio_batch_reap(b);
+			goto timeout;
+		if (ret)
+			return -1;
 	}
 	return b->done;
+timeout:
+	return tio_raise_errno(ETIME, "tio_batch_wait: %lld of %lld done",
+			       (long long)b->done, (long long)want);
 }
 
 int64_t tio_batch_count(const tio_batch_t *b)
@@ -778,12 +606,12 @@ const struct tio_cmd *tio_batch_record(const tio_batch_t *b, int64_t i)
 
 unsigned int tio_batch_ring_flags(const tio_batch_t *b)
 {
-	return b->ring_flags;
+	return b->q ? b->q->flags : 0;
 }
 
 int64_t tio_batch_enters(const tio_batch_t *b)
 {
-	return b->enters;
+	return b->q ? b->q->enters : 0;
 }
 
 void tio_batch_reset(tio_batch_t *b)
@@ -795,13 +623,9 @@ void tio_batch_reset(tio_batch_t *b)
 	 * Waits parked in the kernel write their payload back: let them
 	 * finish first. Deferred ones hold nothing: drop them.
 	 */
-	while (b->in_ring) {
-		struct io_uring_cqe *cqe;
-
-		if (io_uring_wait_cqe(&b->ring, &cqe) && !b->in_ring)
-			break;
-		tio_batch_reap(b);
-	}
+	while (b->q && b->q->in_flight)
+		if (b->q->ops->wait(b->q, -1))
+			break;	/* a broken ring: nothing will complete */
 	for (i = 0; i < b->n; i++) {
 		struct tio_bentry *e = &b->e[i];
 
@@ -818,7 +642,6 @@ void tio_batch_reset(tio_batch_t *b)
 	b->done = b->failed = 0;
 	b->submitted = 0;
 	b->stopped = 0;
-	b->sync_left = 0;
 }
 
 void tio_batch_free(tio_batch_t *b)
@@ -826,9 +649,8 @@ void tio_batch_free(tio_batch_t *b)
 	if (!b)
 		return;
 	tio_batch_reset(b);
-	if (b->ring_ok)
-		io_uring_queue_exit(&b->ring);
-	free(b->subs);
+	if (b->q)
+		b->q->ops->close(b->q);
 	free(b->e);
 	free(b->cmds);
 	tio_ctx_put(b->ctx, TIO_CTX_HOLDER);

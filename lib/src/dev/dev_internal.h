@@ -28,6 +28,61 @@
 #include "dev/cmd_table.h"
 
 struct tio_ctx;
+struct tio_queue;
+
+/**
+ * struct tio_queue_ops - a backend's asynchronous submission queue
+ *
+ * Batches (batch.c) send their records through a queue when the backend
+ * has one (the kernel backend: an io_uring), else through @submit of
+ * struct tio_backend_ops. Records run in the order they are pushed; each
+ * record's outcome comes back through the queue's @complete callback,
+ * called from @push, @flush and @wait, with the tag given at @push (plus
+ * k for the k-th record of a push) and 0 or a negative errno, the
+ * outputs written into the record's payload.
+ *
+ * @open: make a queue on @ctx; -EOPNOTSUPP when the driver cannot
+ *	take asynchronous commands (then the caller uses @submit), another
+ *	negative errno with an error raised
+ * @push: queue up to @n of the records @cmds (TIO_BATCH_* @mode: how they
+ *	reach the driver; @flags as for SUBMIT); returns how many it took
+ *	(at least one), or -1 with an error raised
+ * @park: queue a wait (FENCE_WAIT, BUF_WAIT) that the driver parks: it
+ *	completes when its fence does, and @flush does not wait for it
+ * @flush: send what is queued; with @wait_sync, return only when every
+ *	record pushed so far (not the parked waits) has completed
+ * @wait: wait until something completes or @deadline (absolute
+ *	CLOCK_MONOTONIC ns, -1 none) passes: 0, -ETIME, or -1 with an error
+ *	raised
+ * @close: free the queue; nothing may be in flight
+ */
+struct tio_queue_ops {
+	int (*open)(struct tio_ctx *ctx, struct tio_queue **out);
+	int (*push)(struct tio_queue *q, int mode, struct tio_cmd *cmds, uint32_t n,
+		    unsigned int flags, uint64_t tag);
+	int (*park)(struct tio_queue *q, struct tio_cmd *cmd, uint64_t tag);
+	int (*flush)(struct tio_queue *q, int wait_sync);
+	int (*wait)(struct tio_queue *q, int64_t deadline);
+	void (*close)(struct tio_queue *q);
+};
+
+/**
+ * struct tio_queue - the part of a queue its user sees
+ * @ops: the backend's queue operations
+ * @complete: called for each completed record with its tag and outcome
+ * @arg: @complete's first argument
+ * @flags: TIO_BATCH_RING_* (what the queue got from the kernel)
+ * @enters: kernel entries made so far
+ * @in_flight: records and waits pushed that have not completed
+ */
+struct tio_queue {
+	const struct tio_queue_ops *ops;
+	void (*complete)(void *arg, uint64_t tag, int res);
+	void *arg;
+	unsigned int flags;
+	int64_t enters;
+	int64_t in_flight;
+};
 
 /**
  * struct tio_backend_ops - what a backend provides
@@ -38,13 +93,15 @@ struct tio_ctx;
  * @submit: run @n records in order as TIO_IOC_SUBMIT does: each gets its
  *	result, the first failure stops the rest unless @flags has
  *	TIO_SUBMIT_F_CONTINUE; *@done is the number processed. Returns the
- *	number of processed records that failed, or a negative errno
+ *	number of processed records that failed, or a negative errno. It
+ *	may process fewer than @n (its limit, max_submit): *@done says
  * @map: map @len bytes at the mmap offset @offset (a buffer window or a
  *	stream's seqno page); 0 (a new mapping, @unmap it), 1 (the backend's
  *	own mapping, valid until the handle is freed: never unmapped by the
  *	caller) or a negative errno
  * @unmap: undo @map
  * @destroy: free the backend's state (no object is left)
+ * @queue: the backend's asynchronous queue, or NULL (struct tio_queue_ops)
  */
 struct tio_backend_ops {
 	const char *name;
@@ -55,6 +112,7 @@ struct tio_backend_ops {
 		   void **addr);
 	void (*unmap)(struct tio_ctx *ctx, void *addr, size_t len);
 	void (*destroy)(struct tio_ctx *ctx);
+	const struct tio_queue_ops *queue;
 };
 
 /**
@@ -93,6 +151,14 @@ static inline void tio_set_errno(int err)
 const char *tio_errno_kind(int err);
 int tio_error_from_errno(int err, const char *what, tio_object_t **out);
 
+/*
+ * memlimit.c: whether @size more bytes of locked memory (@locked already)
+ * can be had: 0, or ENOMEM with the limit it would hit named at @why.
+ */
+int tio_mem_check(uint64_t size, uint64_t locked, char *why, size_t len);
+uint64_t tio_mem_locked(void);	/* this process' VmLck, bytes */
+uint64_t tio_mem_total(void);	/* physical memory, bytes */
+
 /* context.c: the context, created on first use (the fast path inline). */
 extern struct tio_ctx *tio__ctx_cur;
 struct tio_ctx *tio_ctx_get_slow(void);
@@ -117,6 +183,8 @@ int tio_backend_kernel_open(struct tio_ctx *ctx, char *why, size_t len);
 int tio_backend_user_open(struct tio_ctx *ctx, char *why, size_t len);
 extern const struct tio_backend_ops tio_backend_kernel_ops;
 extern const struct tio_backend_ops tio_backend_user_ops;
+/* backend/kernel_uring.c: the kernel backend's queue. */
+extern const struct tio_queue_ops tio_kernel_uring_ops;
 
 /* explain.c: the cause of a failed command, for its error message. */
 void tio_cmd_explain(struct tio_ctx *ctx, unsigned int op, const void *payload,

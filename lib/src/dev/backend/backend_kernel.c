@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The kernel backend: command records go to /dev/tensorio as ioctls (the
- * batch path, batch.c, sends them through io_uring instead).
+ * The kernel backend: command records go to /dev/tensorio as ioctls; its
+ * asynchronous queue (kernel_uring.c) sends them through io_uring.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,9 +80,11 @@ static int tio_kernel_submit(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t
 			     unsigned int flags, uint32_t *done)
 {
 	struct tio_submit s = {
-		.cmds_ptr = (uintptr_t)cmds, .count = n, .flags = flags,
+		.cmds_ptr = (uintptr_t)cmds, .flags = flags,
 	};
 	int ret;
+
+	s.count = n > ctx->info.max_submit && ctx->info.max_submit ? ctx->info.max_submit : n;
 
 	do {
 		ret = ioctl(ctx->fd, TIO_IOC_SUBMIT, &s);
@@ -123,4 +125,5 @@ const struct tio_backend_ops tio_backend_kernel_ops = {
 	.map = tio_kernel_map,
 	.unmap = tio_kernel_unmap,
 	.destroy = tio_kernel_destroy,
+	.queue = &tio_kernel_uring_ops,
 };
