@@ -67,6 +67,7 @@ struct ovh {
 	struct tio_cmd *rcmds;
 	size_t rsize;
 	unsigned int rtail;
+	__u32 *handles;		/* the alloc round's, for the free round */
 };
 
 static int open_dev(struct bench_run *run, int *fd, struct tio_info *info)
@@ -104,6 +105,7 @@ static void ovh_teardown(struct bench_run *run)
 		close(s->fd);
 	free(s->pl);
 	free(s->cmds);
+	free(s->handles);
 	free(s);
 	run->state = NULL;
 }
@@ -157,7 +159,8 @@ static int ovh_setup(struct bench_run *run)
 	}
 	s->pl = calloc(slots, sizeof(*s->pl));
 	s->cmds = calloc(slots, sizeof(*s->cmds));
-	if (!s->pl || !s->cmds) {
+	s->handles = calloc(slots, sizeof(*s->handles));
+	if (!s->pl || !s->cmds || !s->handles) {
 		err = bench_fail(run, ENOMEM, "payloads");
 		goto out;
 	}
@@ -335,28 +338,12 @@ static int run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
 	return vector ? check_records(run, s, &sub, n) : 0;
 }
 
-/*
- * The records go straight into the ring's slots, one enter runs them,
- * results and payloads are read back from the slots.
- */
-static int run_ring(struct bench_run *run, struct ovh *s, unsigned int *ops,
-		    unsigned int n)
+/* Enter the ring by ioctl or one uring_cmd; the enter must consume @n. */
+static int ring_enter(struct bench_run *run, struct ovh *s, unsigned int n)
 {
 	struct tio_ring_enter e = { 0 };
-	unsigned int i, mask = s->rhdr->mask, t0 = s->rtail;
 	int ret;
 
-	for (i = 0; i < n; i++) {
-		struct tio_cmd *c = &s->rcmds[(t0 + i) & mask];
-
-		c->op = ops[i];
-		c->flags = 0;
-		c->result = 0;
-		c->pad = 0;
-		memcpy(c->payload.bytes, &s->pl[i], TIO_CMD_PAYLOAD);
-	}
-	s->rtail = t0 + n;
-	__atomic_store_n(&s->rhdr->tail, s->rtail, __ATOMIC_RELEASE);
 	if (s->path == P_RING_URING) {
 		struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
 		struct io_uring_cqe *cqe;
@@ -375,20 +362,105 @@ static int run_ring(struct bench_run *run, struct ovh *s, unsigned int *ops,
 			return bench_fail(run, -ret, "io_uring_peek_cqe");
 		ret = cqe->res;
 		io_uring_cqe_seen(&s->ring, cqe);
-		if (ret < 0)
-			return bench_fail(run, -ret, "RING_ENTER (uring_cmd)");
-	} else if (ioctl(s->fd, TIO_IOC_RING_ENTER, &e) < 0) {
-		return bench_fail(run, errno, "TIO_IOC_RING_ENTER");
+		if (ret)
+			return bench_fail(run, ret < 0 ? -ret : EPROTO,
+					  "RING_ENTER (uring_cmd): %d", ret);
+	} else if ((ret = ioctl(s->fd, TIO_IOC_RING_ENTER, &e))) {
+		return bench_fail(run, ret < 0 ? errno : EPROTO,
+				  "TIO_IOC_RING_ENTER: %d", ret);
 	}
 	if (e.done != n || __atomic_load_n(&s->rhdr->head, __ATOMIC_ACQUIRE) != s->rtail)
 		return bench_fail(run, EPROTO, "RING_ENTER did %u of %u", e.done, n);
+	return 0;
+}
+
+/* A record written straight into its slot: op, zero fields, payload. */
+static inline struct tio_cmd *ring_slot(struct ovh *s, unsigned int i,
+					unsigned int op)
+{
+	struct tio_cmd *c = &s->rcmds[(s->rtail + i) & s->rhdr->mask];
+
+	c->op = op;
+	c->flags = 0;
+	c->result = 0;
+	c->pad = 0;
+	return c;
+}
+
+/*
+ * One batch through the ring: the records are built in the shared slots
+ * (no staging copy, as a ring's user would), one enter runs them, the
+ * results are read where they are. The free round takes the handles the
+ * alloc round left in the slots.
+ */
+static int run_ring(struct bench_run *run, struct ovh *s, int round)
+{
+	unsigned int i, n = 0, t0 = s->rtail, mask = s->rhdr->mask;
+	int err;
+
+	for (i = 0; i < s->batch; i++) {
+		struct tio_cmd *c;
+		__u64 *w;
+
+		switch (s->kind) {
+		case K_INFO:
+			c = ring_slot(s, n++, TIO_IOC_INFO);
+			w = (__u64 *)c->payload.bytes;
+			w[0] = w[1] = w[2] = w[3] = w[4] = w[5] = 0;
+			break;
+		case K_BUF:
+			if (!round) {
+				c = ring_slot(s, n++, TIO_IOC_BUF_ALLOC);
+				w = (__u64 *)c->payload.bytes;
+				w[0] = 4096;
+				w[1] = w[2] = w[3] = w[4] = w[5] = 0;
+			} else {
+				__u32 h = s->handles[i];
+
+				c = ring_slot(s, n++, TIO_IOC_BUF_FREE);
+				w = (__u64 *)c->payload.bytes;
+				w[0] = h;
+				w[1] = w[2] = w[3] = w[4] = w[5] = 0;
+			}
+			break;
+		case K_FENCE:
+			c = ring_slot(s, n++, TIO_IOC_FENCE_EMIT);
+			w = (__u64 *)c->payload.bytes;
+			w[0] = s->stream;
+			w[1] = w[2] = w[3] = w[4] = w[5] = 0;
+			c = ring_slot(s, n++, TIO_IOC_FENCE_SIGNAL);
+			w = (__u64 *)c->payload.bytes;
+			w[0] = s->stream;
+			w[1] = s->next_seq + i;
+			w[2] = w[3] = w[4] = w[5] = 0;
+			break;
+		}
+	}
+	s->rtail = t0 + n;
+	__atomic_store_n(&s->rhdr->tail, s->rtail, __ATOMIC_RELEASE);
+	err = ring_enter(run, s, n);
+	if (err)
+		return err;
 	for (i = 0; i < n; i++) {
 		const struct tio_cmd *c = &s->rcmds[(t0 + i) & mask];
 
 		if (c->result)
 			return bench_fail(run, -c->result, "ring record %u (op 0x%x)",
 					  i, c->op);
-		memcpy(&s->pl[i], c->payload.bytes, TIO_CMD_PAYLOAD);
+	}
+	if (s->kind == K_BUF && !round)
+		for (i = 0; i < n; i++)
+			s->handles[i] = ((const struct tio_buf_alloc *)
+					 s->rcmds[(t0 + i) & mask].payload.bytes)->handle;
+	if (s->kind == K_FENCE) {
+		const struct tio_cmd *c = &s->rcmds[(t0 + n - 2) & mask];
+		__u64 got = ((const struct tio_fence_emit *)c->payload.bytes)->seqno;
+
+		if (got != s->next_seq + s->batch - 1)
+			return bench_fail(run, EPROTO, "emit gave seqno %llu, expected %llu",
+					  (unsigned long long)got,
+					  (unsigned long long)(s->next_seq + s->batch - 1));
+		s->next_seq += s->batch;
 	}
 	return 0;
 }
@@ -453,6 +525,13 @@ static int ovh_run(struct bench_run *run, uint64_t iters)
 
 	if (s->path == P_IOCTL)
 		return run_ioctl(run, s, iters);
+	if (s->path == P_RING || s->path == P_RING_URING) {
+		for (it = 0; it < iters; it++)
+			for (round = 0; round < rounds; round++)
+				if ((err = run_ring(run, s, round)))
+					return err;
+		return 0;
+	}
 	for (it = 0; it < iters; it++) {
 		for (round = 0; round < rounds; round++) {
 			/* Free round reads the handles the alloc round got. */
@@ -462,8 +541,6 @@ static int ovh_run(struct bench_run *run, uint64_t iters)
 			n = fill_round(s, round, ops);
 			if (s->path == P_SUBMIT)
 				err = run_submit(run, s, ops, n);
-			else if (s->path == P_RING || s->path == P_RING_URING)
-				err = run_ring(run, s, ops, n);
 			else
 				err = run_uring(run, s, ops, n,
 						s->path == P_SUBMIT_URING);
