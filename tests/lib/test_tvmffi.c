@@ -539,6 +539,7 @@ TEST(entry_types)
 	ASSERT_NE(NULL, ti);
 	EXPECT_EQ(2, ti->type_depth);
 	EXPECT_EQ(100, ti->type_ancestors[1]->type_index);
+	EXPECT_EQ(0x118a6d12b1608fd1ull, ti->type_key_hash);
 	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, 100, 1, 0, 0, -1));
 	ASSERT_RAISED("ValueError", "taken by 'test.tvmffi.Static'");
 	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, 4000, 1, 0, 0, -1));
@@ -558,10 +559,14 @@ TEST(entry_types)
 	EXPECT_EQ(1, ti->type_depth);
 	EXPECT_EQ(0, memcmp(ti->type_key.data, "ffi.Tensor", 10));
 	EXPECT_EQ(kTVMFFIObject, ti->type_ancestors[0]->type_index);
+	/* TVM FFI's hashes (std::hash of the key, GNU libstdc++), 8n and 8n + k bytes. */
+	EXPECT_EQ(0xa0c01a8167c48cc0ull, ti->type_key_hash);
+	EXPECT_EQ(0x33a211b274fa0106ull, ti->type_ancestors[0]->type_key_hash);
 	EXPECT_EQ(ti, TVMFFIGetTypeInfo(kTVMFFITensor));	/* kept */
 	ti = TVMFFIGetTypeInfo(t);
 	ASSERT_NE(NULL, ti);
 	EXPECT_EQ(0, ti->num_fields);
+	EXPECT_EQ(0x8edd03dc5bf658c8ull, ti->type_key_hash);
 	ASSERT_EQ(0, tio_type_register_field(t, &fi));
 	ti = TVMFFIGetTypeInfo(t);
 	ASSERT_EQ(1, ti->num_fields);
