@@ -902,4 +902,30 @@ TEST(entry_system_lib_symbol)
 	ASSERT_NO_LEAKS();
 }
 
+TEST(entry_context_symbol)
+{
+	static int marker, other;
+	tio_object_t *m;
+	tio_any_t ret;
+
+	ASSERT_EQ(0, tio_module_load(FIX_TVM, &m));
+	ASSERT_EQ(0, call_named(m, "context", NULL, 0, &ret));
+	EXPECT_EQ(TIO_TYPE_NONE, ret.type_index);	/* not registered: left alone */
+	tio_object_decref(m);
+
+	ASSERT_EQ(0, TVMFFIEnvModRegisterContextSymbol("tvmtest_context", &other));
+	ASSERT_EQ(0, TVMFFIEnvModRegisterContextSymbol("tvmtest_context", &marker));
+	ASSERT_EQ(0, TVMFFIEnvModRegisterContextSymbol("tvmtest_absent", &other));
+	ASSERT_EQ(0, tio_module_load(FIX_TVM, &m));
+	ASSERT_EQ(0, call_named(m, "context", NULL, 0, &ret));
+	EXPECT_EQ(&marker, ret.v_ptr);
+	tio_object_decref(m);
+
+	EXPECT_EQ(-1, TVMFFIEnvModRegisterContextSymbol(NULL, &marker));
+	ASSERT_RAISED("ValueError", "name");
+	EXPECT_EQ(-1, tio_module_register_context_symbol("", &marker));
+	ASSERT_RAISED("ValueError", "name");
+	ASSERT_NO_LEAKS();
+}
+
 TEST_HARNESS_MAIN
