@@ -300,25 +300,26 @@ int pt_st_save(const char *path, const char *const *names,
 int pt_tensors_to_cuda(int device, tio_object_t *const *src, tio_object_t **dst,
 		       int64_t n)
 {
-	tio_cuda_stream_t *cs;
+	DLDevice dev = { kDLCUDA, device };
+	tio_gpu_stream_t *cs;
 	int64_t i, made = 0;
 	DLTensor *dl;
 	int rc = -1;
 
-	if (tio_cuda_init() || tio_cuda_stream_create(device, &cs))
+	if (tio_gpu_init(kDLCUDA) || tio_gpu_stream_create(dev, &cs))
 		return -1;
 	for (; made < n; made++) {
 		dl = tio_tensor_dl(src[made]);
-		if (tio_cuda_tensor_empty(device, dl->ndim, dl->shape, dl->dtype, &dst[made]))
+		if (tio_gpu_tensor_empty(dev, dl->ndim, dl->shape, dl->dtype, &dst[made]))
 			goto out;
-		if (tio_cuda_tensor_copy(cs, dst[made], src[made])) {
+		if (tio_gpu_tensor_copy(cs, dst[made], src[made])) {
 			tio_object_decref(dst[made]);
 			goto out;
 		}
 	}
-	rc = tio_cuda_stream_sync(cs);
+	rc = tio_gpu_stream_sync(cs);
 out:
-	tio_cuda_stream_destroy(cs);
+	tio_gpu_stream_destroy(cs);
 	if (rc)
 		for (i = 0; i < made; i++)
 			tio_object_decref(dst[i]);
