@@ -31,7 +31,7 @@ static PyObject *pt_batch_new_t(PyTypeObject *tp, PyObject *args, PyObject *kw)
 	self = (pt_batch *)tp->tp_alloc(tp, 0);
 	if (!self)
 		return NULL;
-	if (pt_batch_new(&self->b)) {
+	if (tio_batch_new(0, &self->b)) {
 		Py_DECREF(self);
 		return pt_raise();
 	}
@@ -45,7 +45,7 @@ static void pt_batch_dealloc(PyObject *self)
 	if (b->b) {
 		/* Parked waits end at their timeout: don't hold the GIL meanwhile. */
 		Py_BEGIN_ALLOW_THREADS
-		pt_batch_free(b->b);
+		tio_batch_free(b->b);
 		Py_END_ALLOW_THREADS
 	}
 	Py_TYPE(self)->tp_free(self);
@@ -93,12 +93,12 @@ static PyObject *pt_batch_call(PyObject *self, PyObject *const *args, Py_ssize_t
 		return NULL;
 	if (pt_args_init(&a, args + 1, n - 1)) {
 		pt_args_release(&a);
-		pt_decref(f);
+		tio_object_decref(f);
 		return NULL;
 	}
-	i = pt_batch_add(b->b, f, a.v, (int32_t)(n - 1));
+	i = tio_batch_add(b->b, f, a.v, (int32_t)(n - 1));
 	pt_args_release(&a);
-	pt_decref(f);
+	tio_object_decref(f);
 	if (i < 0)
 		return pt_raise();
 	r = PyObject_New(pt_result, &pt_result_type);
@@ -117,7 +117,7 @@ static int pt_batch_run(pt_batch *b)
 		return 0;
 	b->submitted = 1;
 	Py_BEGIN_ALLOW_THREADS
-	rc = pt_batch_submit(b->b);
+	rc = tio_batch_submit(b->b);
 	if (!rc)
 		rc = pt_batch_wait_all(b->b, -1);
 	Py_END_ALLOW_THREADS
@@ -156,13 +156,13 @@ static PyObject *pt_batch_exit(PyObject *self, PyObject *args)
 
 static Py_ssize_t pt_batch_len(PyObject *self)
 {
-	return (Py_ssize_t)pt_batch_count(((pt_batch *)self)->b);
+	return (Py_ssize_t)tio_batch_count(((pt_batch *)self)->b);
 }
 
 static PyObject *pt_batch_enters_g(PyObject *self, void *unused)
 {
 	(void)unused;
-	return PyLong_FromLongLong(pt_batch_enters(((pt_batch *)self)->b));
+	return PyLong_FromLongLong(tio_batch_enters(((pt_batch *)self)->b));
 }
 
 static PyMethodDef pt_batch_methods[] = {
@@ -218,7 +218,7 @@ static PyObject *pt_result_value(PyObject *self, void *unused)
 				"(results are there after the with block or submit())");
 		return NULL;
 	}
-	if (pt_batch_result(r->batch->b, r->index, &v))
+	if (tio_batch_result(r->batch->b, r->index, &v))
 		return pt_raise();
 	return pt_from_any(&v);
 }
@@ -229,7 +229,7 @@ static PyObject *pt_result_status(PyObject *self, void *unused)
 
 	(void)unused;
 	return PyLong_FromLong(r->batch->submitted ?
-			       pt_batch_status(r->batch->b, r->index) : 1);
+			       tio_batch_status(r->batch->b, r->index) : 1);
 }
 
 static PyObject *pt_result_index(PyObject *self, void *unused)

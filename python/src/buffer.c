@@ -29,13 +29,13 @@ static PyObject *pt_buffer_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	rc = pt_buffer_alloc((size_t)nbytes, &buf);
+	rc = tio_buffer_alloc((size_t)nbytes, NULL, &buf);
 	Py_END_ALLOW_THREADS
 	if (rc)
 		return pt_raise();
 	self = (pt_object *)tp->tp_alloc(tp, 0);
 	if (!self) {
-		pt_buffer_release(buf);
+		tio_buffer_decref(buf);
 		return NULL;
 	}
 	self->obj = (tio_object_t *)buf;
@@ -76,7 +76,7 @@ static PyObject *pt_buffer_export_m(PyObject *self, PyObject *unused)
 	int fd;
 
 	(void)unused;
-	if (pt_buffer_export(PT_BUF(self), &fd))
+	if (tio_buffer_export(PT_BUF(self), TIO_EXPORT_F_CLOEXEC | TIO_EXPORT_F_RDWR, &fd))
 		return pt_raise();
 	return PyLong_FromLong(fd);
 }
@@ -84,18 +84,18 @@ static PyObject *pt_buffer_export_m(PyObject *self, PyObject *unused)
 static PyObject *pt_buffer_nbytes(PyObject *self, void *unused)
 {
 	(void)unused;
-	return PyLong_FromSize_t(pt_buffer_size(PT_BUF(self)));
+	return PyLong_FromSize_t(tio_buffer_size(PT_BUF(self)));
 }
 
 static int pt_buffer_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
-	void *data = pt_buffer_data(PT_BUF(self));
+	void *data = tio_buffer_data(PT_BUF(self));
 
 	if (!data) {
 		pt_raise();
 		return -1;
 	}
-	return PyBuffer_FillInfo(view, self, data, (Py_ssize_t)pt_buffer_size(PT_BUF(self)),
+	return PyBuffer_FillInfo(view, self, data, (Py_ssize_t)tio_buffer_size(PT_BUF(self)),
 				 0, flags);
 }
 
@@ -139,7 +139,7 @@ static PyObject *pt_import_dmabuf(PyObject *m, PyObject *arg)
 	if (fd < 0)
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = pt_buffer_import(fd, &buf);
+	rc = tio_buffer_import(fd, &buf);
 	Py_END_ALLOW_THREADS
 	if (rc)
 		return pt_raise();
@@ -156,11 +156,11 @@ static PyObject *pt_stream_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "", kwlist))
 		return NULL;
-	if (pt_stream_create(&s))
+	if (tio_stream_create(&s))
 		return pt_raise();
 	self = (pt_object *)tp->tp_alloc(tp, 0);
 	if (!self) {
-		pt_stream_release(s);
+		tio_stream_decref(s);
 		return NULL;
 	}
 	self->obj = (tio_object_t *)s;
@@ -172,7 +172,7 @@ static PyObject *pt_stream_emit_m(PyObject *self, PyObject *unused)
 	uint64_t seqno;
 
 	(void)unused;
-	if (pt_stream_emit(PT_STREAM(self), &seqno))
+	if (tio_fence_emit(PT_STREAM(self), &seqno))
 		return pt_raise();
 	return PyLong_FromUnsignedLongLong(seqno);
 }
@@ -185,7 +185,7 @@ static PyObject *pt_stream_signal_m(PyObject *self, PyObject *args, PyObject *kw
 
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "K|i", kwlist, &seqno, &error))
 		return NULL;
-	if (pt_stream_signal(PT_STREAM(self), seqno, error))
+	if (tio_fence_signal(PT_STREAM(self), seqno, error))
 		return pt_raise();
 	Py_RETURN_NONE;
 }
@@ -222,7 +222,7 @@ static PyObject *pt_stream_wait_m(PyObject *self, PyObject *args, PyObject *kw)
 	    pt_timeout_ns(timeout, &ns))
 		return NULL;
 	Py_BEGIN_ALLOW_THREADS
-	rc = pt_stream_wait(PT_STREAM(self), seqno, ns, &status);
+	rc = tio_fence_wait(PT_STREAM(self), seqno, ns, &status);
 	Py_END_ALLOW_THREADS
 	if (rc)
 		return pt_raise();
@@ -246,7 +246,7 @@ static PyObject *pt_stream_export_m(PyObject *self, PyObject *arg)
 
 	if (seqno == (unsigned long long)-1 && PyErr_Occurred())
 		return NULL;
-	if (pt_stream_export_sync_file(PT_STREAM(self), seqno, &fd))
+	if (tio_fence_export(PT_STREAM(self), seqno, TIO_EXPORT_F_CLOEXEC, &fd))
 		return pt_raise();
 	return PyLong_FromLong(fd);
 }
@@ -258,7 +258,7 @@ static PyObject *pt_stream_import_m(PyObject *self, PyObject *arg)
 
 	if (fd < 0)
 		return NULL;
-	if (pt_stream_import_sync_file(PT_STREAM(self), fd, &seqno))
+	if (tio_fence_import(PT_STREAM(self), fd, &seqno))
 		return pt_raise();
 	return PyLong_FromUnsignedLongLong(seqno);
 }
@@ -299,7 +299,7 @@ PyTypeObject pt_stream_type = {
 
 static PyObject *pt_backend_fn(PyObject *m, PyObject *unused)
 {
-	const char *name = pt_dev_backend();
+	const char *name = tio_backend_name();
 
 	(void)m; (void)unused;
 	return name ? PyUnicode_FromString(name) : pt_raise();
@@ -338,7 +338,7 @@ static PyObject *pt_info_fn(PyObject *m, PyObject *unused)
 static PyObject *pt_live_handles(PyObject *m, PyObject *unused)
 {
 	(void)m; (void)unused;
-	return PyLong_FromLongLong(pt_dev_live_handles());
+	return PyLong_FromLongLong(tio_debug_live_handles());
 }
 
 PyMethodDef pt_buffer_functions[] = {

@@ -138,7 +138,7 @@ static int pt_dict_to_map(PyObject *o, tio_any_t *out)
 	*out = tio_any_object(map);
 	return 0;
 fail:
-	pt_decref(map);
+	tio_object_decref(map);
 	return -1;
 }
 
@@ -382,7 +382,7 @@ PyObject *pt_wrap(tio_object_t *obj)
 		tio_any_t a = tio_any_object(obj);
 
 		r = pt_from_view(&a);
-		pt_decref(obj);
+		tio_object_decref(obj);
 		return r;
 	}
 	default:
@@ -397,7 +397,7 @@ PyObject *pt_wrap(tio_object_t *obj)
 	}
 	w = PyObject_New(pt_object, tp);
 	if (!w) {
-		pt_decref(obj);
+		tio_object_decref(obj);
 		return NULL;
 	}
 	w->obj = obj;
@@ -460,7 +460,7 @@ PyObject *pt_from_view(const tio_any_t *a)
 		return NULL;
 	}
 	if (tio_any_is_object(a)) {
-		pt_incref(a->v_obj);
+		tio_object_incref(a->v_obj);
 		return pt_wrap(a->v_obj);
 	}
 	PyErr_Format(PyExc_TypeError, "cannot convert an FFI %s to Python",

@@ -61,10 +61,10 @@ static PyObject *pt_exception_of(tio_object_t *err, int e, int depth)
 	PyObject *exc, *cause;
 	tio_object_t *c;
 
-	exc = pt_new_exception(pt_err_kind(err), pt_err_message(err), e);
+	exc = pt_new_exception(tio_error_kind(err), tio_error_message(err), e);
 	if (!exc)
 		return NULL;
-	if (pt_add_note(exc, "libtensorio backtrace:", pt_err_backtrace(err))) {
+	if (pt_add_note(exc, "libtensorio backtrace:", tio_error_backtrace(err))) {
 		Py_DECREF(exc);
 		return NULL;
 	}
@@ -98,14 +98,14 @@ PyObject *pt_error_to_exception(tio_object_t *err)
  */
 PyObject *pt_raise_error(tio_object_t *err)
 {
-	const char *kind = pt_err_kind(err);
+	const char *kind = tio_error_kind(err);
 	PyObject *exc;
 	int e = 0;
 
 	/* Device calls set the errno; OSError kinds carry it. */
 	if (!pt_kind_class(kind) || !strcmp(kind, "OSError") ||
 	    !strcmp(kind, "TimeoutError") || !strcmp(kind, "PermissionError"))
-		e = pt_dev_errno();
+		e = tio_errno();
 	exc = pt_exception_of(err, e, 0);
 	if (exc) {
 		PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
@@ -129,7 +129,7 @@ PyObject *pt_raise(void)
 		return NULL;
 	}
 	pt_raise_error(err);
-	pt_decref(err);
+	tio_object_decref(err);
 	return NULL;
 }
 
@@ -208,7 +208,7 @@ int pt_error_from_python(void)
 		t = "";
 	if (tio_error_new(kind, m, t, NULL, &err) == 0) {
 		tio_error_set_raised(err);
-		pt_decref(err);
+		tio_object_decref(err);
 	} else {
 		tio_error_raise("MemoryError", "out of memory converting a Python %s", kind);
 	}

@@ -2,9 +2,8 @@
 /*
  * The tensorio CPython extension: shared declarations.
  *
- * Every call into libtensorio's device half goes through dev.c, and the
- * object and error accessors through the pt_* wrappers below, so that a
- * renamed library API is an edit of these two files only.
+ * The extension calls libtensorio directly; dev.c holds the few steps
+ * that take more than one library call.
  */
 #ifndef TENSORIO_PY_EXT_H
 #define TENSORIO_PY_EXT_H
@@ -15,32 +14,6 @@
 #include <stdint.h>
 
 #include <tensorio/ffi.h>
-
-/* Objects and errors: the library's accessors, by one name each here. */
-static inline void pt_incref(tio_object_t *o)
-{
-	tio_object_incref(o);
-}
-
-static inline void pt_decref(tio_object_t *o)
-{
-	tio_object_decref(o);
-}
-
-static inline const char *pt_err_kind(const tio_object_t *e)
-{
-	return tio_error_kind(e);
-}
-
-static inline const char *pt_err_message(const tio_object_t *e)
-{
-	return tio_error_message(e);
-}
-
-static inline const char *pt_err_backtrace(const tio_object_t *e)
-{
-	return tio_error_backtrace(e);
-}
 
 /* Python types (module.c and the files named). */
 extern PyTypeObject pt_object_type;	/* object.c: tensorio.Object */

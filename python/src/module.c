@@ -68,7 +68,7 @@ PyMODINIT_FUNC PyInit__tensorio(void)
 	    pt_buffer_types_ready(m) || pt_batch_types_ready(m))
 		goto fail;
 	/* The tio.* globals; the backend itself opens on first use. */
-	pt_dev_register_globals();
+	tio_device_register_globals();
 	if (tio_func_register_global("tensorio.noop", pt_ffi_noop, NULL, 1))
 		tio_error_clear();
 	return m;

@@ -16,7 +16,7 @@ static void pt_object_dealloc(PyObject *self)
 	tio_object_t *o = PT_OBJ(self);
 
 	PT_OBJ(self) = NULL;
-	pt_decref(o);
+	tio_object_decref(o);
 	Py_TYPE(self)->tp_free(self);
 }
 
@@ -38,7 +38,7 @@ static PyObject *pt_bound_method(PyObject *self, const tio_method_info_t *m)
 {
 	PyObject *f, *partial, *functools;
 
-	pt_incref(m->func);
+	tio_object_incref(m->func);
 	f = pt_function_new(m->func, 0);
 	if (!f || (m->flags & TIO_METHOD_STATIC))
 		return f;
@@ -267,7 +267,7 @@ PyObject *pt_function_new(tio_object_t *fobj, int release_gil)
 	pt_function *f = PyObject_New(pt_function, &pt_function_type);
 
 	if (!f) {
-		pt_decref(fobj);
+		tio_object_decref(fobj);
 		return NULL;
 	}
 	f->obj = fobj;
@@ -376,7 +376,7 @@ int pt_function_from_callable(PyObject *callable, tio_object_t **out)
 {
 	if (PyObject_TypeCheck(callable, &pt_function_type)) {
 		*out = PT_OBJ(callable);
-		pt_incref(*out);
+		tio_object_incref(*out);
 		return 0;
 	}
 	if (!PyCallable_Check(callable)) {
@@ -439,7 +439,7 @@ static PyObject *pt_register_func(PyObject *m, PyObject *args, PyObject *kw)
 	if (pt_function_from_callable(callable, &f))
 		return NULL;
 	rc = tio_func_set_global(name, f, override);
-	pt_decref(f);
+	tio_object_decref(f);
 	if (rc)
 		return pt_raise();
 	Py_INCREF(callable);

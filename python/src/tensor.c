@@ -701,7 +701,7 @@ int pt_tensor_from_object(PyObject *o, int require_contiguous, tio_object_t **ou
 			return -1;
 		}
 		*out = PT_OBJ(o);
-		pt_incref(*out);
+		tio_object_incref(*out);
 		return 0;
 	}
 	if (PyCapsule_CheckExact(o))

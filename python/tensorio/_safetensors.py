@@ -1,30 +1,44 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""safetensors through libtensorio, and the metadata the C writer lacks."""
+"""safetensors through libtensorio's loader and writer."""
 
-import json
 import os
-import struct
+import sys
 
 from . import _tensorio
 
 
-def load_safetensors(path, device="cpu", progress=False):
-    """Load a safetensors file into one pinned buffer.
+def _bar(done, total):
+    # progress=True: one line on stderr, redrawn in place.
+    pct = 100 * done // total if total else 100
+    sys.stderr.write("\rloading %d / %d MiB (%d%%)" % (done >> 20, total >> 20, pct))
+    if done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
 
-    Returns ``{name: tensorio.Tensor}``: zero-copy views of that buffer on
-    "cpu" (the buffer lives as long as any of them), or copies on
-    ``device="cuda:N"``. The file is checked before anything is trusted; a
-    malformed one raises ValueError. `progress` is not supported yet
-    (libtensorio's loader reports none): a true value raises
-    NotImplementedError.
+
+def load_safetensors(path, device="cpu", progress=False):
+    """Load a safetensors file, or a sharded checkpoint, into pinned memory.
+
+    `path` is a .safetensors file or a ``model.safetensors.index.json``
+    naming the shards. Returns ``{name: tensorio.Tensor}``: zero-copy views
+    of one pinned buffer on "cpu" (the buffer lives as long as any of them),
+    or device tensors on ``"cuda:N"`` / ``"rocm:N"``, read through a ring of
+    pinned bounce buffers without staging the file in host memory. The file
+    is checked before anything is trusted; a malformed one raises
+    ValueError.
+
+    `progress`: False, True (a progress line on stderr) or a callable
+    ``progress(done, total)`` in bytes. An exception raised by it, or a
+    signal such as Ctrl-C, cancels the load and is raised here; nothing
+    stays allocated.
     """
-    if progress:
-        raise NotImplementedError(
-            "load_safetensors(progress=...): libtensorio's safetensors loader "
-            "has no progress report yet")
+    if progress is True:
+        progress = _bar
+    elif progress is False:
+        progress = None
     path = os.fspath(path)
     try:
-        return _tensorio._load_safetensors(path, device)
+        return _tensorio._load_safetensors(path, device, progress)
     except KeyError:
         os.stat(path)    # ENOENT: FileNotFoundError, as open() raises it
         raise
@@ -34,42 +48,10 @@ def save_safetensors(path, tensors, metadata=None):
     """Write `tensors` ({name: any DLPack tensor}) to a safetensors file.
 
     Tensors must be compact row-major CPU tensors. `metadata`, a dict of
-    str to str, goes into the header's "__metadata__".
+    str to str, goes into the header's "__metadata__". The file is replaced
+    atomically: a failed save leaves the old one as it was.
     """
     if not isinstance(tensors, dict):
         raise TypeError("tensors is a dict of name to tensor, not %s"
                         % type(tensors).__name__)
-    if metadata is not None:
-        if not isinstance(metadata, dict) or not all(
-                isinstance(k, str) and isinstance(v, str)
-                for k, v in metadata.items()):
-            raise TypeError("metadata is a dict of str to str")
-    path = os.fspath(path)
-    _tensorio._save_safetensors(path, tensors)
-    if metadata:
-        _add_metadata(path, metadata)
-
-
-def _add_metadata(path, metadata):
-    # Rewrite the header with __metadata__; the data follows unchanged.
-    with open(path, "rb") as f:
-        (hlen,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(hlen))
-        header["__metadata__"] = dict(metadata)
-        text = json.dumps(header, separators=(",", ":")).encode()
-        text += b" " * (-len(text) % 8)
-        tmp = path + ".tmp"
-        try:
-            with open(tmp, "wb") as out:
-                out.write(struct.pack("<Q", len(text)))
-                out.write(text)
-                while True:
-                    chunk = f.read(1 << 24)
-                    if not chunk:
-                        break
-                    out.write(chunk)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+    _tensorio._save_safetensors(os.fspath(path), tensors, metadata)

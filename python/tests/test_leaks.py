@@ -49,6 +49,11 @@ def _ops(tmp):
         "batch": lambda: _batch(),
         "load": lambda: tensorio.load_safetensors(st),
         "load-malformed": lambda: _raises(tensorio.load_safetensors, bad),
+        "load-progress": lambda: tensorio.load_safetensors(st, progress=lambda d, t: None),
+        "load-cancelled": lambda: _raises(tensorio.load_safetensors, st,
+                                          progress=lambda d, t: 1 / 0),
+        "save-metadata": lambda: tensorio.save_safetensors(
+            os.path.join(tmp, "m"), {"a": arr}, metadata={"k": "v" * 40}),
         "save-strided": lambda: _raises(tensorio.save_safetensors, os.path.join(tmp, "s"),
                                         {"a": arr[:, ::2]}),
         "python-error-through-c": lambda: _raises(_raiser()),

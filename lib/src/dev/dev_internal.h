@@ -151,6 +151,14 @@ static inline void tio_set_errno(int err)
 const char *tio_errno_kind(int err);
 int tio_error_from_errno(int err, const char *what, tio_object_t **out);
 
+/*
+ * memlimit.c: whether @size more bytes of locked memory (@locked already)
+ * can be had: 0, or ENOMEM with the limit it would hit named at @why.
+ */
+int tio_mem_check(uint64_t size, uint64_t locked, char *why, size_t len);
+uint64_t tio_mem_locked(void);	/* this process' VmLck, bytes */
+uint64_t tio_mem_total(void);	/* physical memory, bytes */
+
 /* context.c: the context, created on first use (the fast path inline). */
 extern struct tio_ctx *tio__ctx_cur;
 struct tio_ctx *tio_ctx_get_slow(void);

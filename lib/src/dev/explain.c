@@ -31,7 +31,10 @@ static void explain_desc(uint64_t desc_ptr, uint64_t size, char *why, size_t len
 static void explain_size(const struct tio_ctx *ctx, uint64_t size, int err,
 			 char *why, size_t len)
 {
-	if (err == E2BIG)
+	if (err == ENOMEM && tio_mem_check(size, tio_mem_locked(), why, len) != ENOMEM)
+		snprintf(why, len, "%llu bytes: out of memory (RLIMIT_MEMLOCK and the memory "
+			 "available allow it)", (unsigned long long)size);
+	else if (err == E2BIG)
 		snprintf(why, len, "size %llu is above the limit of %llu bytes (max_buf_size)",
 			 (unsigned long long)size,
 			 (unsigned long long)ctx->info.max_buf_size);
@@ -83,8 +86,8 @@ void tio_cmd_explain(struct tio_ctx *ctx, unsigned int op, const void *payload,
 
 		if (a->flags && err == EINVAL)
 			snprintf(why, len, "unknown flags %#x", a->flags);
-		else if (err == E2BIG || !a->size)
-			explain_size(ctx, a->size, err, why, len);
+		else if (err == E2BIG || err == ENOMEM || !a->size)
+			explain_size(ctx, page_round(ctx, a->size), err, why, len);
 		else
 			explain_desc(a->desc_ptr, page_round(ctx, a->size), why, len);
 		break;
@@ -92,7 +95,7 @@ void tio_cmd_explain(struct tio_ctx *ctx, unsigned int op, const void *payload,
 	case TIO_IOC_BUF_PIN_USER: {
 		const struct tio_buf_pin *a = payload;
 
-		if (err == E2BIG || !a->size)
+		if (err == E2BIG || err == ENOMEM || !a->size)
 			explain_size(ctx, a->size, err, why, len);
 		else if (a->flags & ~TIO_PIN_F_READONLY)
 			snprintf(why, len, "unknown flags %#x", a->flags & ~TIO_PIN_F_READONLY);

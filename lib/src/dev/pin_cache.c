@@ -172,6 +172,7 @@ int tio_pinned_get(size_t size, struct tio_pinned_mem *m)
 	struct pc_entry *e = NULL;
 	unsigned int idx;
 	size_t csize;
+	char why[200];
 	void *p;
 
 	memset(m, 0, sizeof(*m));
@@ -203,6 +204,9 @@ int tio_pinned_get(size_t size, struct tio_pinned_mem *m)
 			return -1;
 		return 0;
 	}
+	/* A miss: refuse what could never be locked before mapping it. */
+	if (tio_mem_check(csize, 0, why, sizeof(why)))
+		return tio_raise_errno(ENOMEM, "pinned allocation of %zu bytes: %s", csize, why);
 	p = mmap(NULL, csize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return tio_raise_errno(ENOMEM, "pinned allocation of %zu bytes: mapping", csize);
@@ -215,6 +219,7 @@ int tio_pinned_get(size_t size, struct tio_pinned_mem *m)
 static int pc_pin(struct tio_ctx *ctx, struct tio_pinned_mem *m)
 {
 	struct tio_buf_pin a;
+	char why[200];
 	int ret, retried = 0;
 
 again:
@@ -228,10 +233,11 @@ again:
 		tio_pinned_trim();
 		goto again;
 	}
+	if (ret == -ENOMEM && tio_mem_check(m->size, tio_mem_locked(), why, sizeof(why)))
+		return tio_raise_errno(ENOMEM, "pinning %zu bytes: %s", m->size, why);
 	if (ret)
 		return tio_raise_errno(-ret, "pinning %zu bytes%s", m->size,
-				       ret == -ENOMEM ? " (RLIMIT_MEMLOCK or the "
-				       "driver's pinned-memory cap)" : "");
+				       ret == -ENOMEM ? " (the driver's pinned-memory cap)" : "");
 	return pc_wrap(ctx, a.handle, a.mmap_offset, m->addr, m->size, &m->buf);
 }
 

@@ -92,12 +92,52 @@ struct ub_state {
 	size_t cap;
 	size_t hint;		/* no free slot below it */
 	uint64_t next_context;
+	uint64_t locked;	/* bytes mlock()ed for buffers (atomic) */
 };
 
 static long ub_futex(uint32_t *uaddr, int op, uint32_t val,
 		     const struct timespec *ts)
 {
 	return syscall(SYS_futex, uaddr, op, val, ts, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
+/*
+ * The largest buffer: the driver has a module parameter for it, this
+ * backend TIO_MAX_BUF_SIZE (bytes); by default the machine's memory, as a
+ * locked buffer can never be larger.
+ */
+static uint64_t ub_max_buf_size(void)
+{
+	const char *e = getenv("TIO_MAX_BUF_SIZE");
+	unsigned long long v;
+	char *end;
+	uint64_t total = tio_mem_total();
+
+	if (e && *e) {
+		errno = 0;
+		v = strtoull(e, &end, 0);
+		if (!errno && !*end && v)
+			return v < UB_MAX_BUF_SIZE ? v : UB_MAX_BUF_SIZE;
+	}
+	return total < UB_MAX_BUF_SIZE ? total : UB_MAX_BUF_SIZE;
+}
+
+/* Lock @size bytes of the user's at @addr, if the limits allow it (memlimit.c). */
+static int ub_lock(struct ub_state *ub, void *addr, uint64_t size)
+{
+	char why[8];
+
+	if (tio_mem_check(size, __atomic_load_n(&ub->locked, __ATOMIC_RELAXED), why,
+			  sizeof(why)) || mlock(addr, size) < 0)
+		return -ENOMEM;
+	__atomic_add_fetch(&ub->locked, size, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void ub_unlock(struct ub_state *ub, void *addr, uint64_t size)
+{
+	munlock(addr, size);
+	__atomic_sub_fetch(&ub->locked, size, __ATOMIC_RELAXED);
 }
 
 int tio_backend_user_open(struct tio_ctx *ctx, char *why, size_t len)
@@ -118,8 +158,8 @@ int tio_backend_user_open(struct tio_ctx *ctx, char *why, size_t len)
 			     TIO_FEAT_SUBMIT;
 	if (!access("/dev/udmabuf", R_OK | W_OK))
 		ctx->info.features |= TIO_FEAT_DMABUF;
-	ctx->info.max_buf_size = UB_MAX_BUF_SIZE;
-	ctx->info.max_pinned = UB_MAX_BUF_SIZE;
+	ctx->info.max_buf_size = ub_max_buf_size();
+	ctx->info.max_pinned = ctx->info.max_buf_size;
 	ctx->info.max_submit = UB_MAX_SUBMIT;
 	return 0;
 }
@@ -311,14 +351,14 @@ static void ub_buf_free(struct ub_state *ub, struct ub_obj *o)
 	free(o->att);
 	if (o->bkind == TIO_BUF_KIND_ALLOC) {
 		munmap(o->addr, o->size);
+		__atomic_sub_fetch(&ub->locked, o->size, __ATOMIC_RELAXED);
 	} else if (o->bkind == TIO_BUF_KIND_USER) {
-		munlock(o->addr, o->size);
+		ub_unlock(ub, o->addr, o->size);
 	}
 	if (o->fd >= 0)
 		close(o->fd);
 	if (o->dmabuf >= 0)
 		close(o->dmabuf);
-	(void)ub;
 	free(o);
 }
 
@@ -378,7 +418,9 @@ static int ub_publish(struct ub_state *ub, struct ub_obj *o, __u32 *handle,
 
 static int ub_buf_alloc(struct tio_ctx *ctx, struct tio_buf_alloc *a)
 {
+	struct ub_state *ub = ctx->priv;
 	struct ub_obj *o;
+	char why[8];
 	int ret;
 
 	if (a->flags)
@@ -390,6 +432,11 @@ static int ub_buf_alloc(struct tio_ctx *ctx, struct tio_buf_alloc *a)
 	if (ret)
 		goto err_free;
 	ret = ub_desc_in(o, a->desc_ptr);
+	if (ret)
+		goto err_free;
+	/* Before the memfd grows: locking too much is an OOM kill, not an error. */
+	ret = tio_mem_check(o->size, __atomic_load_n(&ub->locked, __ATOMIC_RELAXED),
+			    why, sizeof(why)) ? -ENOMEM : 0;
 	if (ret)
 		goto err_free;
 	ret = ub_memfd("tensorio-buffer", o->size, &o->fd);
@@ -405,11 +452,14 @@ static int ub_buf_alloc(struct tio_ctx *ctx, struct tio_buf_alloc *a)
 		ret = -ENOMEM;
 		goto err_unmap;
 	}
-	ret = ub_publish(ctx->priv, o, &a->handle, &a->mmap_offset);
+	__atomic_add_fetch(&ub->locked, o->size, __ATOMIC_RELAXED);
+	ret = ub_publish(ub, o, &a->handle, &a->mmap_offset);
 	if (ret)
-		goto err_unmap;
+		goto err_unlock;
 	return 0;
 
+err_unlock:
+	__atomic_sub_fetch(&ub->locked, o->size, __ATOMIC_RELAXED);
 err_unmap:
 	munmap(o->addr, o->size);
 err_close:
@@ -448,17 +498,16 @@ static int ub_buf_pin(struct tio_ctx *ctx, struct tio_buf_pin *a)
 	ret = ub_desc_in(o, a->desc_ptr);
 	if (ret)
 		goto err_free;
-	if (mlock(o->addr, o->size) < 0) {
-		ret = -ENOMEM;
+	ret = ub_lock(ctx->priv, o->addr, o->size);
+	if (ret)
 		goto err_free;
-	}
 	ret = ub_publish(ctx->priv, o, &a->handle, &a->mmap_offset);
 	if (ret)
 		goto err_unlock;
 	return 0;
 
 err_unlock:
-	munlock(o->addr, o->size);
+	ub_unlock(ctx->priv, o->addr, o->size);
 err_free:
 	free(o);
 	return ret;
@@ -890,6 +939,7 @@ static int ub_exec(struct tio_ctx *ctx, unsigned int op, void *p)
 		if (a->flags)
 			return -EINVAL;
 		*a = ctx->info;
+		a->pinned = __atomic_load_n(&ub->locked, __ATOMIC_RELAXED);
 		return 0;
 	}
 	case TIO_IOC_BUF_ALLOC:
