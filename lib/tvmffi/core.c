@@ -5,6 +5,8 @@
  * so that a module built against the TVM FFI header raises into and
  * catches from the same thread-local error as tio_ code does.
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "compat.h"
@@ -127,6 +129,18 @@ int TVMFFIFunctionSetGlobal(const TVMFFIByteArray *name, TVMFFIObjectHandle f,
 	return r;
 }
 
+/* As TVM FFI: the method's name and Function; its doc and metadata are dropped. */
+int TVMFFIFunctionSetGlobalFromMethodInfo(const TVMFFIMethodInfo *method_info,
+					  int allow_override)
+{
+	if (!method_info)
+		return tio_error_raise("ValueError", "NULL method info");
+	if (method_info->method.type_index != kTVMFFIFunction)
+		return tio_any_type_error((const tio_any_t *)&method_info->method, "ffi.Function");
+	return TVMFFIFunctionSetGlobal(&method_info->name, method_info->method.v_obj,
+				       allow_override);
+}
+
 /*
  * The hot path, as in TVM FFI: one jump through the cell. A Function made
  * by libtensorio has a trampoline there that calls its callback with its
@@ -160,6 +174,49 @@ void TVMFFIErrorMoveFromRaised(TVMFFIObjectHandle *result)
 void TVMFFIErrorSetRaised(TVMFFIObjectHandle error)
 {
 	tio_error_set_raised(error);
+}
+
+static pthread_key_t backtrace_key;	/* the thread's last backtrace text */
+static pthread_once_t backtrace_once = PTHREAD_ONCE_INIT;
+
+static void backtrace_key_init(void)
+{
+	if (pthread_key_create(&backtrace_key, free))
+		abort();
+}
+
+/*
+ * The calling thread's stack in libtensorio's backtrace format, most
+ * recent call first; given a file and function, they stand for the
+ * caller's frame, as in TVM FFI. The text is the thread's until its next
+ * call. cross_ffi_boundary is ignored: the whole stack is given.
+ */
+const TVMFFIByteArray *TVMFFIBacktrace(const char *filename, int lineno, const char *func,
+				       int cross_ffi_boundary)
+{
+	static __thread TVMFFIByteArray out;
+	int here = filename && func;
+	char *bt = NULL, *text = NULL;
+
+	(void)cross_ffi_boundary;
+	pthread_once(&backtrace_once, backtrace_key_init);
+	if (tio_backtrace(here ? 2 : 1, &bt))
+		bt = NULL;
+	if (here && asprintf(&text, "%s at %s:%d\n%s", func, filename, lineno, bt ? bt : "") < 0)
+		text = NULL;
+	if (!here) {
+		text = bt;
+		bt = NULL;
+	}
+	free(bt);
+	free(pthread_getspecific(backtrace_key));
+	if (pthread_setspecific(backtrace_key, text)) {
+		free(text);
+		text = NULL;
+	}
+	out.data = text ? text : "";
+	out.size = text ? strlen(text) : 0;
+	return &out;
 }
 
 void TVMFFIErrorSetRaisedFromCStr(const char *kind, const char *message)
@@ -291,4 +348,63 @@ int TVMFFITensorFromDLPackVersioned(DLManagedTensorVersioned *from, int32_t requ
 int TVMFFITensorToDLPackVersioned(TVMFFIObjectHandle from, DLManagedTensorVersioned **out)
 {
 	return tio_tensor_to_dlpack_versioned(from, out);
+}
+
+#define VIEW_MAX_NDIM 64	/* libtensorio's Tensors' limit */
+
+/* A view's managed tensor: the DLTensor, then its shape and strides. */
+struct view_mt {
+	DLManagedTensorVersioned mt;
+	int64_t dims[];
+};
+
+static void view_deleter(DLManagedTensorVersioned *mt)
+{
+	tio_object_decref(mt->manager_ctx);
+	free(mt);
+}
+
+/*
+ * As TVM FFI: the prototype as it is (data, dtype, device, offset; not
+ * checked against the source: "unsafe"), its shape and strides copied,
+ * the source kept alive. The view is read-only when the source is.
+ */
+int TVMFFITensorCreateUnsafeView(TVMFFIObjectHandle source, const DLTensor *prototype,
+				 TVMFFIObjectHandle *out)
+{
+	tio_any_t a = tio_any_object(source);
+	struct view_mt *v;
+	int32_t n;
+
+	if (!prototype || !out)
+		return tio_error_raise("ValueError", "NULL prototype or output");
+	if (!source || ((tio_object_t *)source)->type_index != TIO_TYPE_TENSOR)
+		return tio_any_type_error(&a, "ffi.Tensor");
+	n = prototype->ndim;
+	if (n < 0 || n > VIEW_MAX_NDIM)
+		return tio_error_raise("ValueError", "prototype has %d dimensions", n);
+	if (n && (!prototype->shape || !prototype->strides))
+		return tio_error_raise("ValueError", "prototype without shape or strides");
+	v = malloc(sizeof(*v) + sizeof(int64_t) * 2 * (size_t)n);
+	if (!v)
+		return tio_error_raise("MemoryError", "out of memory");
+	memset(&v->mt, 0, sizeof(v->mt));
+	v->mt.version.major = TIO_DLPACK_MAJOR;
+	v->mt.version.minor = TIO_DLPACK_MINOR;
+	v->mt.manager_ctx = source;
+	v->mt.deleter = view_deleter;
+	v->mt.flags = tio_tensor_is_readonly(source) ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+	v->mt.dl_tensor = *prototype;
+	v->mt.dl_tensor.shape = v->dims;
+	v->mt.dl_tensor.strides = v->dims + n;
+	if (n) {
+		memcpy(v->dims, prototype->shape, sizeof(int64_t) * (size_t)n);
+		memcpy(v->dims + n, prototype->strides, sizeof(int64_t) * (size_t)n);
+	}
+	if (tio_tensor_from_dlpack_versioned(&v->mt, 0, 0, (tio_object_t **)out)) {
+		free(v);
+		return -1;
+	}
+	tio_object_incref(source);
+	return 0;
 }

@@ -2,7 +2,8 @@
 /*
  * TVM FFI environment entry points: the calling thread's current stream
  * per device, the DLPack tensor allocator (thread's, else global), one-time
- * handle initialisation, and function lookup for code inside a module.
+ * handle initialisation, function lookup for code inside a module, the
+ * interpreter's C API (signal checks) and system library symbols.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -146,9 +147,80 @@ int TVMFFIEnvTensorAlloc(DLTensor *prototype, TVMFFIObjectHandle *out)
 	return 0;
 }
 
+/* The surrounding interpreter's C API, as registered (atomic). */
+static int (*env_check_signals)(void);
+static void *(*env_gil_ensure)(void);
+static void (*env_gil_release)(void *);
+
+/* As TVM FFI: the three Python C API functions it knows, nothing else. */
+int TVMFFIEnvRegisterCAPI(const char *name, void *symbol)
+{
+	if (!name)
+		return tio_error_raise("ValueError", "NULL name");
+	if (!strcmp(name, "PyErr_CheckSignals"))
+		__atomic_store_n(&env_check_signals, (int (*)(void))symbol, __ATOMIC_RELEASE);
+	else if (!strcmp(name, "PyGILState_Ensure"))
+		__atomic_store_n(&env_gil_ensure, (void *(*)(void))symbol, __ATOMIC_RELEASE);
+	else if (!strcmp(name, "PyGILState_Release"))
+		__atomic_store_n(&env_gil_release, (void (*)(void *))symbol, __ATOMIC_RELEASE);
+	else
+		return tio_error_raise("ValueError", "Unknown env API %s", name);
+	return 0;
+}
+
+/*
+ * Without a registered PyErr_CheckSignals there is no interpreter to ask:
+ * 0. With one, it runs holding the GIL; when it fails, -1 with nothing
+ * raised here, as in TVM FFI: the error is the interpreter's.
+ */
 int TVMFFIEnvCheckSignals(void)
 {
-	return 0;	/* no interpreter around to take them */
+	int (*check)(void) = __atomic_load_n(&env_check_signals, __ATOMIC_ACQUIRE);
+	void *(*ensure)(void) = __atomic_load_n(&env_gil_ensure, __ATOMIC_ACQUIRE);
+	void (*release)(void *) = __atomic_load_n(&env_gil_release, __ATOMIC_ACQUIRE);
+	void *gil;
+	int r;
+
+	if (!check)
+		return 0;
+	if (!ensure || !release)
+		return tio_error_raise("RuntimeError",
+				       "PyErr_CheckSignals needs PyGILState_Ensure and PyGILState_Release registered too");
+	gil = ensure();
+	r = check();
+	if (gil)
+		release(gil);
+	return r ? -1 : 0;
+}
+
+#define SYMBOL_PREFIX "__tvm_ffi_"
+
+/*
+ * TVM FFI's system library symbols: "__tvm_ffi_NAME" is the function NAME
+ * (a safe call); "__tvm_ffi__library_ctx" a void * set to the system
+ * library now. A name already taken is a KeyError (TVM FFI overrides it).
+ */
+int TVMFFIEnvModRegisterSystemLibSymbol(const char *name, void *ptr)
+{
+	size_t n = sizeof(SYMBOL_PREFIX) - 1;
+	tio_object_t *lib;
+
+	if (!name || !ptr)
+		return tio_error_raise("ValueError", "NULL name or symbol");
+	if (strncmp(name, SYMBOL_PREFIX, n) || !name[n])
+		return tio_error_raise("ValueError", "system library symbol '%s' is not "
+				       SYMBOL_PREFIX "NAME", name);
+	if (!strcmp(name + n, "_library_ctx")) {
+		if (tio_module_system_lib(&lib))
+			return -1;
+		*(void **)ptr = lib;
+		tio_object_decref(lib);		/* the system library is never freed */
+		return 0;
+	}
+	if (!strcmp(name + n, "_library_bin"))
+		return tio_error_raise("ImportError",
+				       "the system library takes no embedded library binary");
+	return tio_system_lib_register(name + n, (tio_safe_call_t)ptr);
 }
 
 int TVMFFIEnvModLookupFromImports(TVMFFIObjectHandle library_ctx, const char *func_name,

@@ -250,6 +250,10 @@ TVM_FFI_DLL int TVMFFIFunctionSetGlobal(const TVMFFIByteArray *name, TVMFFIObjec
 					int allow_override);
 TVM_FFI_DLL const TVMFFIByteArray *TVMFFIBacktrace(const char *filename, int lineno,
 						   const char *func, int cross_ffi_boundary);
+TVM_FFI_DLL int TVMFFIFunctionSetGlobalFromMethodInfo(const TVMFFIMethodInfo *method_info,
+						      int allow_override);
+TVM_FFI_DLL int TVMFFITensorCreateUnsafeView(TVMFFIObjectHandle source, const DLTensor *prototype,
+					     TVMFFIObjectHandle *out);
 TVM_FFI_DLL int32_t TVMFFITypeGetOrAllocIndex(const TVMFFIByteArray *type_key,
 					      int32_t static_type_index, int32_t type_depth,
 					      int32_t num_child_slots,
@@ -270,6 +274,8 @@ TVM_FFI_DLL int TVMFFIEnvSetDLPackManagedTensorAllocator(
 TVM_FFI_DLL DLPackManagedTensorAllocator TVMFFIEnvGetDLPackManagedTensorAllocator(void);
 TVM_FFI_DLL int TVMFFIEnvTensorAlloc(DLTensor *prototype, TVMFFIObjectHandle *out);
 TVM_FFI_DLL int TVMFFIEnvCheckSignals(void);
+TVM_FFI_DLL int TVMFFIEnvRegisterCAPI(const char *name, void *symbol);
+TVM_FFI_DLL int TVMFFIEnvModRegisterSystemLibSymbol(const char *name, void *ptr);
 TVM_FFI_DLL int TVMFFIEnvModLookupFromImports(TVMFFIObjectHandle library_ctx,
 					      const char *func_name, TVMFFIObjectHandle *out);
 

@@ -31,39 +31,37 @@ int TVMFFITypeKeyToIndex(const TVMFFIByteArray *type_key, int32_t *out_tindex)
 }
 
 /*
- * Static indices cannot be chosen through libtensorio's API: a static
- * type is accepted when it is already registered at that index (all of
- * TVM FFI's are). Errors are raised and -1 returned.
+ * As TVM FFI: a known key gives its index, whatever the other arguments;
+ * parent -2 only asks (-2 when unknown); a static index places the new
+ * type there. Child slots are not reserved: a new dynamic type takes the
+ * next free index. Errors are raised and -1 returned.
  */
 int32_t TVMFFITypeGetOrAllocIndex(const TVMFFIByteArray *type_key, int32_t static_type_index,
 				  int32_t type_depth, int32_t num_child_slots,
 				  int32_t child_slots_can_overflow, int32_t parent_type_index)
 {
+	int32_t index = -1, parent;
 	struct cname c;
-	int32_t index = -1;
-	int r;
+	int r = 0;
 
 	(void)type_depth;
 	(void)num_child_slots;
 	(void)child_slots_can_overflow;
 	if (tvmffi__cname(&c, type_key))
 		return -1;
-	if (parent_type_index == -2) {
-		if (tio_type_key_to_index(c.s, &index)) {
-			tio_error_clear();
-			index = -2;
-		}
-	} else if (static_type_index >= 0) {
-		r = tio_type_key_to_index(c.s, &index);
-		if (!r && index != static_type_index)
-			r = tio_error_raise("ValueError", "type '%s' has index %d, not %d", c.s,
-					    index, static_type_index);
-		if (r)
-			index = -1;
-	} else if (tio_type_register(c.s, parent_type_index < 0 ? TIO_TYPE_OBJECT :
-				     parent_type_index, &index)) {
+	if (!tio_type_key_to_index(c.s, &index))
+		goto out;
+	tio_error_clear();
+	parent = parent_type_index < 0 ? TIO_TYPE_OBJECT : parent_type_index;
+	if (parent_type_index == -2)
+		index = -2;
+	else if (static_type_index >= 0)
+		r = tio_type_register_static(c.s, parent, static_type_index, &index);
+	else
+		r = tio_type_register(c.s, parent, &index);
+	if (parent_type_index != -2 && r)
 		index = -1;
-	}
+out:
 	tvmffi__cname_free(&c);
 	return index;
 }

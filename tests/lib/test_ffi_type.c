@@ -106,6 +106,48 @@ TEST(register_and_look_up)
 	ASSERT_NO_LEAKS();
 }
 
+TEST(register_static)
+{
+	int32_t a, idx = 0;
+
+	ASSERT_EQ(0, tio_type_register_static("test.S", TIO_TYPE_OBJECT, 100, &idx));
+	EXPECT_EQ(100, idx);
+	ASSERT_EQ(0, tio_type_register_static("test.SS", 100, 101, &idx));
+	EXPECT_EQ(101, idx);
+	EXPECT_EQ(1, tio_type_is_subtype(101, 100));
+	EXPECT_EQ(2, tio_type_info(101)->type_depth);
+	ASSERT_EQ(0, tio_type_key_to_index("test.SS", &idx));
+	EXPECT_EQ(101, idx);
+	idx = 0;
+	ASSERT_EQ(0, tio_type_register_static("test.S", TIO_TYPE_OBJECT, 100, &idx));
+	EXPECT_EQ(100, idx);
+	ASSERT_EQ(0, tio_type_register("test.S", TIO_TYPE_OBJECT, &a));
+	EXPECT_EQ(100, a);
+
+	EXPECT_EQ(-1, tio_type_register_static("test.S", TIO_TYPE_OBJECT, 102, &idx));
+	ASSERT_RAISED("ValueError", "'test.S' is already registered at 100");
+	EXPECT_EQ(-1, tio_type_register_static("test.S", 101, 100, &idx));
+	ASSERT_RAISED("ValueError", "with parent 64");
+	EXPECT_EQ(-1, tio_type_register_static("test.T", TIO_TYPE_OBJECT, 100, &idx));
+	ASSERT_RAISED("ValueError", "type index 100 is taken by 'test.S'");
+	EXPECT_EQ(-1, tio_type_register_static("test.T", TIO_TYPE_OBJECT, TIO_TYPE_TENSOR, &idx));
+	ASSERT_RAISED("ValueError", "taken by 'ffi.Tensor'");
+	EXPECT_EQ(-1, tio_type_register_static("test.T", TIO_TYPE_OBJECT, 128, &idx));
+	ASSERT_RAISED("ValueError", "outside [64, 128)");
+	EXPECT_EQ(-1, tio_type_register_static("test.T", TIO_TYPE_OBJECT, 63, &idx));
+	ASSERT_RAISED("ValueError", "63 is outside");
+	EXPECT_EQ(-1, tio_type_register_static("test.T", 4000, 102, &idx));
+	ASSERT_RAISED("ValueError", "parent type index 4000");
+	EXPECT_EQ(-1, tio_type_register_static("", TIO_TYPE_OBJECT, 102, &idx));
+	ASSERT_RAISED("ValueError", "type key");
+	EXPECT_EQ(-1, tio_type_register_static("test.T", TIO_TYPE_OBJECT, 102, NULL));
+	ASSERT_RAISED("ValueError", "output");
+	EXPECT_EQ(NULL, tio_type_info(102));
+	EXPECT_EQ(-1, tio_type_key_to_index("test.T", &idx));
+	ASSERT_RAISED("KeyError", "test.T");
+	ASSERT_NO_LEAKS();
+}
+
 TEST(is_instance_through_ancestors)
 {
 	tio_object_t *o;

@@ -7,6 +7,7 @@
  * embedded import tree, and every entry point of libtensorio-tvmffi with
  * good and bad arguments.
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -508,7 +509,8 @@ TEST(entry_errors_strings_dtypes)
 TEST(entry_types)
 {
 	TVMFFIByteArray key = ba("ffi.Tensor"), nope = ba("no.such.Type");
-	TVMFFIByteArray mine = ba("test.tvmffi.Node");
+	TVMFFIByteArray mine = ba("test.tvmffi.Node"), stat = ba("test.tvmffi.Static");
+	TVMFFIByteArray stat2 = ba("test.tvmffi.Static2");
 	tio_field_info_t fi = { .struct_size = sizeof(fi), .name = "x", .offset = 24, .size = 8,
 				.field_type_index = TIO_TYPE_INT };
 	const TVMFFITypeInfo *ti;
@@ -525,8 +527,27 @@ TEST(entry_types)
 	EXPECT_EQ(-2, TVMFFITypeGetOrAllocIndex(&nope, -1, 1, 0, 0, -2));
 	EXPECT_EQ(NULL, tio_error_peek_raised());
 	EXPECT_EQ(kTVMFFITensor, TVMFFITypeGetOrAllocIndex(&key, kTVMFFITensor, 1, 0, 0, 64));
-	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&key, kTVMFFIArray, 1, 0, 0, 64));
-	ASSERT_RAISED("ValueError", "has index 70");
+	/* As TVM FFI: a known key gives its index, whatever the rest says. */
+	EXPECT_EQ(kTVMFFITensor, TVMFFITypeGetOrAllocIndex(&key, kTVMFFIArray, 1, 0, 0, 64));
+	EXPECT_EQ(kTVMFFITensor, TVMFFITypeGetOrAllocIndex(&key, -1, 3, 0, 0, 100));
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+	/* A new key with a static index is placed there. */
+	EXPECT_EQ(100, TVMFFITypeGetOrAllocIndex(&stat, 100, 1, 0, 0, -1));
+	EXPECT_EQ(100, TVMFFITypeGetOrAllocIndex(&stat, 101, 1, 0, 0, -1));
+	EXPECT_EQ(101, TVMFFITypeGetOrAllocIndex(&stat2, 101, 2, 0, 0, 100));
+	ti = TVMFFIGetTypeInfo(101);
+	ASSERT_NE(NULL, ti);
+	EXPECT_EQ(2, ti->type_depth);
+	EXPECT_EQ(100, ti->type_ancestors[1]->type_index);
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, 100, 1, 0, 0, -1));
+	ASSERT_RAISED("ValueError", "taken by 'test.tvmffi.Static'");
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, 4000, 1, 0, 0, -1));
+	ASSERT_RAISED("ValueError", "outside");
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, -1, 1, 0, 0, 4000));
+	ASSERT_RAISED("ValueError", "parent type index 4000");
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(NULL, -1, 1, 0, 0, -1));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-2, TVMFFITypeGetOrAllocIndex(&nope, -1, 1, 0, 0, -2));
 	t = TVMFFITypeGetOrAllocIndex(&mine, -1, 1, 0, 1, kTVMFFIObject);
 	EXPECT_GE(t, kTVMFFIDynObjectBegin);
 	EXPECT_EQ(t, TVMFFITypeGetOrAllocIndex(&mine, -1, 1, 0, 1, kTVMFFIObject));
@@ -665,6 +686,214 @@ TEST(entry_init_once)
 	ASSERT_RAISED("ValueError", "NULL");
 	EXPECT_EQ(-1, TVMFFIEnvModLookupFromImports(NULL, "x", &h));
 	tio_error_clear();
+	ASSERT_NO_LEAKS();
+}
+
+TEST(entry_method_info_global)
+{
+	TVMFFIObjectHandle f, g;
+	TVMFFIMethodInfo mi = { .name = { "test.tvmffi.mi", 14 }, .doc = { "doc", 3 } };
+	TVMFFIAny arg = { .type_index = kTVMFFIInt, .v_int64 = 5 }, ret;
+	static int two = 2;
+
+	ASSERT_EQ(0, TVMFFIFunctionCreate(&two, (TVMFFISafeCallType)add_self, NULL, &f));
+	mi.method.type_index = kTVMFFIFunction;
+	mi.method.v_obj = f;
+	ASSERT_EQ(0, TVMFFIFunctionSetGlobalFromMethodInfo(&mi, 0));
+	EXPECT_EQ(-1, TVMFFIFunctionSetGlobalFromMethodInfo(&mi, 0));
+	ASSERT_RAISED("KeyError", "test.tvmffi.mi");
+	ASSERT_EQ(0, TVMFFIFunctionSetGlobalFromMethodInfo(&mi, 1));
+	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&mi.name, &g));
+	ret.type_index = kTVMFFINone;
+	ASSERT_EQ(0, TVMFFIFunctionCall(g, &arg, 1, &ret));
+	EXPECT_EQ(7, ret.v_int64);
+	TVMFFIObjectDecRef(g);
+	TVMFFIObjectDecRef(f);
+	EXPECT_EQ(0, tio_func_remove_global("test.tvmffi.mi"));
+
+	mi.method.type_index = kTVMFFIInt;
+	EXPECT_EQ(-1, TVMFFIFunctionSetGlobalFromMethodInfo(&mi, 1));
+	ASSERT_RAISED("TypeError", "ffi.Function");
+	EXPECT_EQ(-1, TVMFFIFunctionSetGlobalFromMethodInfo(NULL, 1));
+	ASSERT_RAISED("ValueError", "NULL");
+	ASSERT_NO_LEAKS();
+}
+
+TEST(entry_unsafe_view)
+{
+	int64_t shape[2] = { 2, 3 }, vshape[2] = { 3, 2 }, vstrides[2] = { 1, 3 };
+	DLDataType f32 = { kDLFloat, 32, 1 };
+	TVMFFIObjectHandle v;
+	tio_object_t *src, *fn;
+	DLTensor proto, *d;
+	float *data;
+
+	ASSERT_EQ(0, tio_tensor_empty(2, shape, f32, 0, &src));
+	data = tio_tensor_dl(src)->data;
+	data[1] = 1.5f;
+	/* The transpose, one element in, as int32: not checked, as TVM FFI. */
+	proto = (DLTensor){ .data = data, .device = { kDLCPU, 0 }, .ndim = 2,
+			    .dtype = { kDLInt, 32, 1 }, .shape = vshape, .strides = vstrides,
+			    .byte_offset = 4 };
+	ASSERT_EQ(0, TVMFFITensorCreateUnsafeView(src, &proto, &v));
+	vshape[0] = vstrides[0] = 99;	/* copied, not borrowed */
+	d = tio_tensor_dl(v);
+	EXPECT_EQ(data, d->data);
+	EXPECT_EQ(4, d->byte_offset);
+	EXPECT_EQ(kDLInt, d->dtype.code);
+	EXPECT_EQ(2, d->ndim);
+	EXPECT_EQ(3, d->shape[0]);
+	EXPECT_EQ(2, d->shape[1]);
+	EXPECT_EQ(1, d->strides[0]);
+	EXPECT_EQ(3, d->strides[1]);
+	EXPECT_EQ(0, tio_tensor_is_readonly(v));
+	tio_object_decref(src);		/* the view keeps it */
+	EXPECT_EQ(1.5f, *(float *)((char *)d->data + d->byte_offset));
+	TVMFFIObjectDecRef(v);
+
+	ASSERT_EQ(0, tio_tensor_empty(0, NULL, f32, 0, &src));
+	proto = *tio_tensor_dl(src);
+	ASSERT_EQ(0, TVMFFITensorCreateUnsafeView(src, &proto, &v));
+	EXPECT_EQ(0, tio_tensor_dl(v)->ndim);
+	TVMFFIObjectDecRef(v);
+
+	proto.ndim = 1;
+	proto.shape = shape;
+	proto.strides = NULL;
+	EXPECT_EQ(-1, TVMFFITensorCreateUnsafeView(src, &proto, &v));
+	ASSERT_RAISED("ValueError", "strides");
+	proto.ndim = -1;
+	EXPECT_EQ(-1, TVMFFITensorCreateUnsafeView(src, &proto, &v));
+	ASSERT_RAISED("ValueError", "-1 dimensions");
+	EXPECT_EQ(-1, TVMFFITensorCreateUnsafeView(src, NULL, &v));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, TVMFFITensorCreateUnsafeView(src, &proto, NULL));
+	ASSERT_RAISED("ValueError", "NULL");
+	ASSERT_EQ(0, TVMFFIFunctionCreate(NULL, echo_self, NULL, (TVMFFIObjectHandle *)&fn));
+	proto.ndim = 0;
+	EXPECT_EQ(-1, TVMFFITensorCreateUnsafeView(fn, &proto, &v));
+	ASSERT_RAISED("TypeError", "ffi.Tensor");
+	EXPECT_EQ(-1, TVMFFITensorCreateUnsafeView(NULL, &proto, &v));
+	ASSERT_RAISED("TypeError", "ffi.Tensor");
+	tio_object_decref(fn);
+	tio_object_decref(src);
+	ASSERT_NO_LEAKS();
+}
+
+static void *backtrace_thread(void *arg)
+{
+	const TVMFFIByteArray *b = TVMFFIBacktrace("t.c", 7, "in_thread", 1);
+
+	return (void *)(uintptr_t)(b->size > 0 && !strncmp(b->data, "in_thread at t.c:7\n", 19));
+}
+
+TEST(entry_backtrace)
+{
+	const TVMFFIByteArray *b;
+	pthread_t th;
+	void *ok;
+
+	b = TVMFFIBacktrace("file.c", 42, "my_func", 0);
+	ASSERT_NE(NULL, b);
+	ASSERT_GE(b->size, 21);
+	EXPECT_EQ(0, strncmp(b->data, "my_func at file.c:42\n", 21));
+	EXPECT_EQ(strlen(b->data), b->size);
+	b = TVMFFIBacktrace(NULL, 0, NULL, 1);
+	ASSERT_NE(NULL, b);
+	EXPECT_EQ(strlen(b->data), b->size);
+	EXPECT_EQ(NULL, strstr(b->data, "my_func at"));
+	ASSERT_EQ(0, pthread_create(&th, NULL, backtrace_thread, NULL));
+	ASSERT_EQ(0, pthread_join(th, &ok));
+	EXPECT_EQ((void *)1, ok);
+	ASSERT_NO_LEAKS();
+}
+
+static int signals_checked, gil_held, signal_result;
+
+static int fake_check_signals(void)
+{
+	signals_checked += gil_held;
+	return signal_result;
+}
+
+static void *fake_gil_ensure(void)
+{
+	gil_held = 1;
+	return &gil_held;
+}
+
+static void fake_gil_release(void *state)
+{
+	gil_held -= state == &gil_held;
+}
+
+TEST(entry_env_capi)
+{
+	EXPECT_EQ(0, TVMFFIEnvCheckSignals());
+	ASSERT_EQ(0, TVMFFIEnvRegisterCAPI("PyErr_CheckSignals", (void *)fake_check_signals));
+	EXPECT_EQ(-1, TVMFFIEnvCheckSignals());
+	ASSERT_RAISED("RuntimeError", "PyGILState_Ensure");
+	EXPECT_EQ(0, signals_checked);
+	ASSERT_EQ(0, TVMFFIEnvRegisterCAPI("PyGILState_Ensure", (void *)fake_gil_ensure));
+	ASSERT_EQ(0, TVMFFIEnvRegisterCAPI("PyGILState_Release", (void *)fake_gil_release));
+	EXPECT_EQ(0, TVMFFIEnvCheckSignals());
+	EXPECT_EQ(1, signals_checked);
+	EXPECT_EQ(0, gil_held);
+	signal_result = -1;	/* the interpreter holds the error: nothing raised here */
+	EXPECT_EQ(-1, TVMFFIEnvCheckSignals());
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+	EXPECT_EQ(2, signals_checked);
+	EXPECT_EQ(0, gil_held);
+	ASSERT_EQ(0, TVMFFIEnvRegisterCAPI("PyErr_CheckSignals", NULL));
+	EXPECT_EQ(0, TVMFFIEnvCheckSignals());
+	EXPECT_EQ(2, signals_checked);
+
+	EXPECT_EQ(-1, TVMFFIEnvRegisterCAPI("Py_Nothing", (void *)fake_gil_ensure));
+	ASSERT_RAISED("ValueError", "Unknown env API Py_Nothing");
+	EXPECT_EQ(-1, TVMFFIEnvRegisterCAPI(NULL, NULL));
+	ASSERT_RAISED("ValueError", "NULL");
+	ASSERT_NO_LEAKS();
+}
+
+static int sys_add_one(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *ret)
+{
+	ret->type_index = kTVMFFIInt;
+	ret->zero_padding = 0;
+	ret->v_int64 = args[0].v_int64 + 1;
+	return 0;
+}
+
+TEST(entry_system_lib_symbol)
+{
+	tio_any_t arg = tio_any_int(41), ret = tio_any_none();
+	tio_object_t *lib, *f;
+	void *ctx = NULL;
+
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_tvmtest_add_one",
+							 (void *)sys_add_one));
+	ASSERT_EQ(0, tio_module_system_lib(&lib));
+	ASSERT_EQ(0, tio_module_get_function(lib, "tvmtest_add_one", &f));
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(42, ret.v_int64);
+	tio_object_decref(f);
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi__library_ctx", &ctx));
+	EXPECT_EQ(lib, ctx);
+	tio_object_decref(lib);
+
+	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_tvmtest_add_one",
+							  (void *)sys_add_one));
+	ASSERT_RAISED("KeyError", "tvmtest_add_one");
+	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi__library_bin", &ctx));
+	ASSERT_RAISED("ImportError", "binary");
+	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("add_one", (void *)sys_add_one));
+	ASSERT_RAISED("ValueError", "'add_one' is not __tvm_ffi_NAME");
+	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_", (void *)sys_add_one));
+	ASSERT_RAISED("ValueError", "is not");
+	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol(NULL, (void *)sys_add_one));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_x", NULL));
+	ASSERT_RAISED("ValueError", "NULL");
 	ASSERT_NO_LEAKS();
 }
 

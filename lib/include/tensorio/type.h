@@ -136,6 +136,24 @@ TIO_API int tio_type_register(const char *type_key, int32_t parent_index,
 			      int32_t *out_index);
 
 /**
+ * tio_type_register_static() - register a type at a static index of the
+ * caller's choice, or find it if already registered there
+ * @type_key: its unique key
+ * @parent_index: its parent type (TIO_TYPE_OBJECT for a direct child)
+ * @type_index: the index, from TIO_TYPE_STATIC_OBJECT_BEGIN up to but not
+ *	including TIO_TYPE_DYN_OBJECT_BEGIN, free or already this type's
+ * @out_index: set to @type_index
+ *
+ * For runtimes whose types have fixed indices (TVM FFI's static objects).
+ *
+ * Return: 0, or -1 with a ValueError raised (index out of that range or
+ * taken by another type, the key registered elsewhere or with another
+ * parent, unknown parent).
+ */
+TIO_API int tio_type_register_static(const char *type_key, int32_t parent_index,
+				     int32_t type_index, int32_t *out_index);
+
+/**
  * tio_type_key_to_index() - look a type up by key
  * @type_key: the key
  * @out_index: its index

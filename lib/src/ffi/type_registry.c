@@ -154,6 +154,41 @@ out:
 	return ret;
 }
 
+int tio_type_register_static(const char *type_key, int32_t parent_index, int32_t type_index,
+			     int32_t *out_index)
+{
+	struct type_entry *parent, *e;
+	int32_t *slot;
+	int ret = 0;
+
+	if (!type_key || !*type_key || !out_index)
+		return tio_error_raise("ValueError", "type key and output must be given");
+	if (type_index < TIO_TYPE_STATIC_OBJECT_BEGIN || type_index >= TIO_TYPE_DYN_OBJECT_BEGIN)
+		return tio_error_raise("ValueError",
+				       "static type index %d is outside [%d, %d)", type_index,
+				       TIO_TYPE_STATIC_OBJECT_BEGIN, TIO_TYPE_DYN_OBJECT_BEGIN);
+	pthread_mutex_lock(&type_lock);
+	parent = tio__type_entry(parent_index);
+	slot = key_slot(type_key);
+	e = table[type_index];
+	if (!parent)
+		ret = tio_error_raise("ValueError", "parent type index %d is not registered",
+				      parent_index);
+	else if (*slot && (*slot - 1 != type_index || e->info.parent_index != parent_index))
+		ret = tio_error_raise("ValueError",
+				      "type '%s' is already registered at %d with parent %d",
+				      type_key, *slot - 1, table[*slot - 1]->info.parent_index);
+	else if (!*slot && e)
+		ret = tio_error_raise("ValueError", "type index %d is taken by '%s'", type_index,
+				      e->info.type_key);
+	else if (!*slot)
+		ret = add_type(type_key, type_index, parent);
+	if (!ret)
+		*out_index = type_index;
+	pthread_mutex_unlock(&type_lock);
+	return ret;
+}
+
 int tio_type_key_to_index(const char *type_key, int32_t *out_index)
 {
 	int32_t v;
