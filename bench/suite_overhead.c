@@ -7,6 +7,9 @@
  *   uring/bN        one IORING_OP_URING_CMD SQE per command, N per submit,
  *   submit/bN       TIO_IOC_SUBMIT carrying N struct tio_cmd records,
  *   submit-uring/bN the same vector in one uring_cmd SQE,
+ *   ring/bN         N records written into the file's command ring, one
+ *                   TIO_IOC_RING_ENTER ioctl runs them in place,
+ *   ring-uring/bN   the same, entered by one uring_cmd SQE,
  * and each row's ratio to the ioctl row shows what batching saves. Run it
  * in the VM under -icount shift=0 (make run) for instructions per op.
  *
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,7 +34,7 @@
 #include "bench.h"
 
 enum kind { K_INFO, K_BUF, K_FENCE };
-enum path { P_IOCTL, P_URING, P_SUBMIT, P_SUBMIT_URING };
+enum path { P_IOCTL, P_URING, P_SUBMIT, P_SUBMIT_URING, P_RING, P_RING_URING };
 
 #define ARG(k, p, b)	((uintptr_t)(k) | (uintptr_t)(p) << 4 | (uintptr_t)(b) << 8)
 #define ARG_KIND(a)	((enum kind)((a) & 0xf))
@@ -59,6 +63,11 @@ struct ovh {
 	__u64 next_seq;
 	union payload *pl;	/* 2 * batch */
 	struct tio_cmd *cmds;	/* 2 * batch */
+	struct tio_ring_hdr *rhdr;	/* the command ring, P_RING* */
+	struct tio_cmd *rcmds;
+	size_t rsize;
+	unsigned int rtail;
+	__u32 *handles;		/* the alloc round's, for the free round */
 };
 
 static int open_dev(struct bench_run *run, int *fd, struct tio_info *info)
@@ -85,6 +94,8 @@ static void ovh_teardown(struct bench_run *run)
 		return;
 	if (s->have_ring)
 		io_uring_queue_exit(&s->ring);
+	if (s->rhdr)
+		munmap(s->rhdr, s->rsize);
 	if (s->stream) {
 		struct tio_handle_op d = { .handle = s->stream };
 
@@ -94,6 +105,7 @@ static void ovh_teardown(struct bench_run *run)
 		close(s->fd);
 	free(s->pl);
 	free(s->cmds);
+	free(s->handles);
 	free(s);
 	run->state = NULL;
 }
@@ -121,7 +133,11 @@ static int ovh_setup(struct bench_run *run)
 		need = TIO_FEAT_BUFFERS;
 	if (s->kind == K_FENCE && !(s->info.features & TIO_FEAT_STREAMS))
 		need = TIO_FEAT_STREAMS;
-	if ((s->path == P_URING || s->path == P_SUBMIT_URING) &&
+	if ((s->path == P_RING || s->path == P_RING_URING) &&
+	    !(s->info.features & TIO_FEAT_RING))
+		need = TIO_FEAT_RING;
+	if ((s->path == P_URING || s->path == P_SUBMIT_URING ||
+	     s->path == P_RING_URING) &&
 	    !(s->info.features & TIO_FEAT_URING_CMD))
 		need = TIO_FEAT_URING_CMD;
 	if ((s->path == P_SUBMIT || s->path == P_SUBMIT_URING) &&
@@ -131,7 +147,8 @@ static int ovh_setup(struct bench_run *run)
 		err = bench_skip(run, "driver lacks feature 0x%x (%s)", need,
 				 need == TIO_FEAT_BUFFERS ? "buffers" :
 				 need == TIO_FEAT_STREAMS ? "streams" :
-				 need == TIO_FEAT_URING_CMD ? "uring_cmd" : "submit");
+				 need == TIO_FEAT_URING_CMD ? "uring_cmd" :
+				 need == TIO_FEAT_RING ? "ring" : "submit");
 		goto out;
 	}
 	slots = 2 * s->batch;
@@ -142,11 +159,32 @@ static int ovh_setup(struct bench_run *run)
 	}
 	s->pl = calloc(slots, sizeof(*s->pl));
 	s->cmds = calloc(slots, sizeof(*s->cmds));
-	if (!s->pl || !s->cmds) {
+	s->handles = calloc(slots, sizeof(*s->handles));
+	if (!s->pl || !s->cmds || !s->handles) {
 		err = bench_fail(run, ENOMEM, "payloads");
 		goto out;
 	}
-	if (s->path == P_URING || s->path == P_SUBMIT_URING) {
+	if (s->path == P_RING || s->path == P_RING_URING) {
+		struct tio_ring_setup rs = { .entries = 8 };
+		void *m;
+
+		while (rs.entries < slots)
+			rs.entries *= 2;
+		if (ioctl(s->fd, TIO_IOC_RING_SETUP, &rs)) {
+			err = bench_fail(run, errno, "RING_SETUP");
+			goto out;
+		}
+		m = mmap(NULL, rs.size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 s->fd, rs.mmap_offset);
+		if (m == MAP_FAILED) {
+			err = bench_fail(run, errno, "mmap ring");
+			goto out;
+		}
+		s->rhdr = m;
+		s->rsize = rs.size;
+		s->rcmds = (struct tio_cmd *)((char *)m + TIO_RING_CMDS_OFFSET);
+	}
+	if (s->path == P_URING || s->path == P_SUBMIT_URING || s->path == P_RING_URING) {
 		err = io_uring_queue_init(slots < 8 ? 8 : slots, &s->ring, 0);
 		if (err) {
 			err = bench_skip(run, "io_uring_queue_init: %s",
@@ -300,6 +338,133 @@ static int run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
 	return vector ? check_records(run, s, &sub, n) : 0;
 }
 
+/* Enter the ring by ioctl or one uring_cmd; the enter must consume @n. */
+static int ring_enter(struct bench_run *run, struct ovh *s, unsigned int n)
+{
+	struct tio_ring_enter e = { 0 };
+	int ret;
+
+	if (s->path == P_RING_URING) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+		struct io_uring_cqe *cqe;
+		__u64 ptr = (uintptr_t)&e;
+
+		if (!sqe)
+			return bench_fail(run, EBUSY, "SQ ring full");
+		io_uring_prep_rw(IORING_OP_URING_CMD, sqe, s->fd, NULL, 0, 0);
+		sqe->cmd_op = TIO_IOC_RING_ENTER;
+		memcpy(sqe->cmd, &ptr, sizeof(ptr));
+		ret = io_uring_submit_and_wait(&s->ring, 1);
+		if (ret < 0)
+			return bench_fail(run, -ret, "io_uring_submit_and_wait");
+		ret = io_uring_peek_cqe(&s->ring, &cqe);
+		if (ret)
+			return bench_fail(run, -ret, "io_uring_peek_cqe");
+		ret = cqe->res;
+		io_uring_cqe_seen(&s->ring, cqe);
+		if (ret)
+			return bench_fail(run, ret < 0 ? -ret : EPROTO,
+					  "RING_ENTER (uring_cmd): %d", ret);
+	} else if ((ret = ioctl(s->fd, TIO_IOC_RING_ENTER, &e))) {
+		return bench_fail(run, ret < 0 ? errno : EPROTO,
+				  "TIO_IOC_RING_ENTER: %d", ret);
+	}
+	if (e.done != n || __atomic_load_n(&s->rhdr->head, __ATOMIC_ACQUIRE) != s->rtail)
+		return bench_fail(run, EPROTO, "RING_ENTER did %u of %u", e.done, n);
+	return 0;
+}
+
+/* A record written straight into its slot: op, zero fields, payload. */
+static inline struct tio_cmd *ring_slot(struct ovh *s, unsigned int i,
+					unsigned int op)
+{
+	struct tio_cmd *c = &s->rcmds[(s->rtail + i) & s->rhdr->mask];
+
+	c->op = op;
+	c->flags = 0;
+	c->result = 0;
+	c->pad = 0;
+	return c;
+}
+
+/*
+ * One batch through the ring: the records are built in the shared slots
+ * (no staging copy, as a ring's user would), one enter runs them, the
+ * results are read where they are. The free round takes the handles the
+ * alloc round left in the slots.
+ */
+static int run_ring(struct bench_run *run, struct ovh *s, int round)
+{
+	unsigned int i, n = 0, t0 = s->rtail, mask = s->rhdr->mask;
+	int err;
+
+	for (i = 0; i < s->batch; i++) {
+		struct tio_cmd *c;
+		__u64 *w;
+
+		switch (s->kind) {
+		case K_INFO:
+			c = ring_slot(s, n++, TIO_IOC_INFO);
+			w = (__u64 *)c->payload.bytes;
+			w[0] = w[1] = w[2] = w[3] = w[4] = w[5] = 0;
+			break;
+		case K_BUF:
+			if (!round) {
+				c = ring_slot(s, n++, TIO_IOC_BUF_ALLOC);
+				w = (__u64 *)c->payload.bytes;
+				w[0] = 4096;
+				w[1] = w[2] = w[3] = w[4] = w[5] = 0;
+			} else {
+				__u32 h = s->handles[i];
+
+				c = ring_slot(s, n++, TIO_IOC_BUF_FREE);
+				w = (__u64 *)c->payload.bytes;
+				w[0] = h;
+				w[1] = w[2] = w[3] = w[4] = w[5] = 0;
+			}
+			break;
+		case K_FENCE:
+			c = ring_slot(s, n++, TIO_IOC_FENCE_EMIT);
+			w = (__u64 *)c->payload.bytes;
+			w[0] = s->stream;
+			w[1] = w[2] = w[3] = w[4] = w[5] = 0;
+			c = ring_slot(s, n++, TIO_IOC_FENCE_SIGNAL);
+			w = (__u64 *)c->payload.bytes;
+			w[0] = s->stream;
+			w[1] = s->next_seq + i;
+			w[2] = w[3] = w[4] = w[5] = 0;
+			break;
+		}
+	}
+	s->rtail = t0 + n;
+	__atomic_store_n(&s->rhdr->tail, s->rtail, __ATOMIC_RELEASE);
+	err = ring_enter(run, s, n);
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		const struct tio_cmd *c = &s->rcmds[(t0 + i) & mask];
+
+		if (c->result)
+			return bench_fail(run, -c->result, "ring record %u (op 0x%x)",
+					  i, c->op);
+	}
+	if (s->kind == K_BUF && !round)
+		for (i = 0; i < n; i++)
+			s->handles[i] = ((const struct tio_buf_alloc *)
+					 s->rcmds[(t0 + i) & mask].payload.bytes)->handle;
+	if (s->kind == K_FENCE) {
+		const struct tio_cmd *c = &s->rcmds[(t0 + n - 2) & mask];
+		__u64 got = ((const struct tio_fence_emit *)c->payload.bytes)->seqno;
+
+		if (got != s->next_seq + s->batch - 1)
+			return bench_fail(run, EPROTO, "emit gave seqno %llu, expected %llu",
+					  (unsigned long long)got,
+					  (unsigned long long)(s->next_seq + s->batch - 1));
+		s->next_seq += s->batch;
+	}
+	return 0;
+}
+
 static int run_submit(struct bench_run *run, struct ovh *s, unsigned int *ops,
 		      unsigned int n)
 {
@@ -360,6 +525,13 @@ static int ovh_run(struct bench_run *run, uint64_t iters)
 
 	if (s->path == P_IOCTL)
 		return run_ioctl(run, s, iters);
+	if (s->path == P_RING || s->path == P_RING_URING) {
+		for (it = 0; it < iters; it++)
+			for (round = 0; round < rounds; round++)
+				if ((err = run_ring(run, s, round)))
+					return err;
+		return 0;
+	}
 	for (it = 0; it < iters; it++) {
 		for (round = 0; round < rounds; round++) {
 			/* Free round reads the handles the alloc round got. */
@@ -519,7 +691,7 @@ fail:
 	.setup = ovh_setup, .run = ovh_run, .teardown = ovh_teardown,	\
 	.arg = ARG(k, p, b) }
 
-#define KIND_ROWS(pfx, k, what)						\
+#define KIND_ROWS(pfx, k, rt, what)					\
 	ROW(pfx "/ioctl", k, P_IOCTL, 1, NULL, pfx "/ioctl", 0, what),	\
 	ROW(pfx "/uring/b1", k, P_URING, 1, "small", pfx "/ioctl", 0, what), \
 	ROW(pfx "/uring/b4", k, P_URING, 4, "small", pfx "/ioctl", 0, what), \
@@ -532,7 +704,12 @@ fail:
 	ROW(pfx "/submit/b64", k, P_SUBMIT, 64, "medium", pfx "/ioctl", 0.1, what), \
 	ROW(pfx "/submit/b256", k, P_SUBMIT, 256, "large", pfx "/ioctl", 0, what), \
 	ROW(pfx "/submit-uring/b64", k, P_SUBMIT_URING, 64, "medium", pfx "/ioctl", 0.1, what), \
-	ROW(pfx "/submit-uring/b256", k, P_SUBMIT_URING, 256, "large", pfx "/ioctl", 0, what)
+	ROW(pfx "/submit-uring/b256", k, P_SUBMIT_URING, 256, "large", pfx "/ioctl", 0, what), \
+	ROW(pfx "/ring/b1", k, P_RING, 1, "small", pfx "/ioctl", 0, what), \
+	ROW(pfx "/ring/b16", k, P_RING, 16, "medium", pfx "/ioctl", 0, what), \
+	ROW(pfx "/ring/b64", k, P_RING, 64, "medium", pfx "/ioctl", rt, what), \
+	ROW(pfx "/ring/b256", k, P_RING, 256, "large", pfx "/ioctl", 0, what), \
+	ROW(pfx "/ring-uring/b64", k, P_RING_URING, 64, "medium", pfx "/ioctl", 0, what)
 
 static struct bench_case cases[] = {
 	{ .suite = "overhead", .name = "calib/1001-insn", .run = calib_run,
@@ -543,9 +720,9 @@ static struct bench_case cases[] = {
 	{ .suite = "overhead", .name = "sys/ioctl-unknown", .setup = badioctl_setup,
 	  .run = badioctl_run, .teardown = badioctl_teardown,
 	  .note = "an unknown tensorio ioctl: VFS ioctl path + rejection" },
-	KIND_ROWS("info", K_INFO, "TIO_IOC_INFO, the driver's no-op"),
-	KIND_ROWS("buf4k", K_BUF, "a 4 KiB buffer BUF_ALLOC + BUF_FREE"),
-	KIND_ROWS("fence", K_FENCE, "FENCE_EMIT + FENCE_SIGNAL on one stream"),
+	KIND_ROWS("info", K_INFO, 0.1, "TIO_IOC_INFO, the driver's no-op"),
+	KIND_ROWS("buf4k", K_BUF, 0.7, "a 4 KiB buffer BUF_ALLOC + BUF_FREE"),
+	KIND_ROWS("fence", K_FENCE, 0.3, "FENCE_EMIT + FENCE_SIGNAL on one stream"),
 	LIBROW("info/lib", K_INFO, "info/ioctl", "tio_driver_info (either backend)"),
 	LIBROW("buf4k/lib", K_BUF, "buf4k/ioctl",
 	       "tio_buffer_alloc(4096) + release (either backend)"),

@@ -68,7 +68,7 @@ static int tio_cmd_info(struct tio_file *tf, void *data, struct tio_call *call)
 
 	u64 features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER | TIO_FEAT_DMABUF |
 		       TIO_FEAT_SUBMIT | TIO_FEAT_STREAMS | TIO_FEAT_SYNC_FILE |
-		       TIO_FEAT_DMA_RESV;
+		       TIO_FEAT_DMA_RESV | TIO_FEAT_RING;
 
 	if (info->flags || info->pad)
 		return -EINVAL;
@@ -87,6 +87,12 @@ static int tio_cmd_info(struct tio_file *tf, void *data, struct tio_call *call)
 }
 
 static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call);
+
+/* Commands a record (SUBMIT's or the ring's) may not carry. */
+static bool tio_op_nested(const struct tio_op *op)
+{
+	return op->fn == tio_cmd_submit || op->fn == tio_cmd_ring_enter;
+}
 
 #define TIO_OP(_name, _fn, _nb)					\
 	[_IOC_NR(TIO_IOC_##_name)] = {					\
@@ -113,6 +119,8 @@ static const struct tio_op tio_ops[] = {
 	TIO_OP(FENCE_EXPORT, tio_cmd_fence_export, INLINE),
 	TIO_OP(FENCE_IMPORT, tio_cmd_fence_import, INLINE),
 	TIO_OP(SUBMIT, tio_cmd_submit, INLINE),
+	TIO_OP(RING_SETUP, tio_cmd_ring_setup, INLINE),
+	TIO_OP(RING_ENTER, tio_cmd_ring_enter, INLINE),
 };
 
 #define TIO_NR_OPS	ARRAY_SIZE(tio_ops)
@@ -231,14 +239,6 @@ static __always_inline int tio_dispatch(struct tio_file *tf,
 	return ret;
 }
 
-/*
- * A payload as one fixed-size object: copying it is six register moves,
- * where a memcpy() of a variable size is a call and a string instruction.
- */
-struct tio_payload {
-	u64 w[TIO_CMD_PAYLOAD / sizeof(u64)];
-};
-
 static_assert(sizeof(struct tio_payload) == TIO_CMD_PAYLOAD);
 
 /*
@@ -261,12 +261,17 @@ static int tio_record_size(const struct tio_cmd *rec, unsigned int usize,
 	return 0;
 }
 
-/*
- * Would a record sleep for long (enum tio_nb)? Records that will fail
- * their checks do not count; a wait's timeout is read where the kernel's
- * structure has it (zero past a shorter caller's, by the record rules).
+/**
+ * tio_record_may_block() - would a record sleep for long (enum tio_nb)?
+ * @rec: a kernel copy of the record
+ *
+ * Records that will fail their checks do not count; a wait's timeout is
+ * read where the kernel's structure has it (zero past a shorter caller's,
+ * by the record rules).
+ *
+ * Return: true when a non-blocking issue must leave it to io-wq.
  */
-static bool tio_record_may_block(const struct tio_cmd *rec)
+bool tio_record_may_block(const struct tio_cmd *rec)
 {
 	const struct tio_op *op = tio_op_lookup(rec->op);
 	const void *p = rec->payload.bytes;
@@ -280,9 +285,18 @@ static bool tio_record_may_block(const struct tio_cmd *rec)
 	return ((const struct tio_buf_wait *)p)->timeout_ns != 0;
 }
 
-/* One record of a SUBMIT vector; @buf is scratch for the payload. */
-static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec,
-			  struct tio_payload *buf, struct tio_call *call)
+/**
+ * tio_record_run() - run one record (of a SUBMIT vector or the ring)
+ * @tf: the file
+ * @rec: a kernel copy of the record; its payload is updated in place
+ * @buf: scratch for the payload
+ * @call: the call; new fds join its queue
+ *
+ * Return: the handler's result, or -EINVAL, -ENOTTY, -E2BIG when the
+ * record is refused.
+ */
+int tio_record_run(struct tio_file *tf, struct tio_cmd *rec,
+		   struct tio_payload *buf, struct tio_call *call)
 {
 	struct tio_payload *payload = (struct tio_payload *)rec->payload.bytes;
 	unsigned int usize, ksize, dir;
@@ -294,7 +308,7 @@ static int tio_submit_one(struct tio_file *tf, struct tio_cmd *rec,
 	op = tio_op_lookup(rec->op);
 	if (unlikely(!op))
 		return -ENOTTY;
-	if (unlikely(op->fn == tio_cmd_submit))
+	if (unlikely(tio_op_nested(op)))
 		return -EINVAL;
 	usize = _IOC_SIZE(rec->op);
 	ksize = _IOC_SIZE(op->cmd);
@@ -371,7 +385,7 @@ static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call
 	for (i = 0; i < s->count;) {
 		struct tio_cmd *rec = &cmds[i++];
 
-		rec->result = tio_user_errno(tio_submit_one(tf, rec, &buf, call));
+		rec->result = tio_user_errno(tio_record_run(tf, rec, &buf, call));
 		if (unlikely(rec->result < 0)) {
 			failed++;
 			if (!cont)

@@ -69,6 +69,7 @@ static int tio_release(struct inode *inode, struct file *file)
 	tio_debugfs_file_del(tf);
 	tio_uring_file_release(tf);
 	tio_obj_release_all(tf);
+	tio_ring_release(tf);
 	mmdrop(tf->mm);
 	kfree(tf);
 	return 0;
@@ -76,7 +77,8 @@ static int tio_release(struct inode *inode, struct file *file)
 
 /*
  * Each handle owns a window of 2^TIO_MMAP_SHIFT bytes of the file's offset
- * space: the object mapped is picked by the offset's high bits.
+ * space: the object mapped is picked by the offset's high bits. Handles
+ * start at 1: window 0 is the command ring's.
  */
 static int tio_mmap(struct file *file, struct vm_area_struct *vma)
 {
@@ -88,6 +90,8 @@ static int tio_mmap(struct file *file, struct vm_area_struct *vma)
 
 	if (handle > TIO_HANDLE_MAX)
 		return -EINVAL;
+	if (!handle)
+		return tio_ring_mmap(tf, vma);
 	rcu_read_lock();
 	obj = xa_load(&tf->objs, handle);
 	if (obj && !kref_get_unless_zero(&obj->ref))

@@ -94,6 +94,7 @@ struct tio_file {
 	atomic_t nr_parked;
 	struct delayed_work uring_monitor;
 	atomic_t nr_waits;
+	struct tio_ring *ring;
 	struct list_head dbg_node;
 	struct dentry *dbg;
 	u32 id;
@@ -152,7 +153,20 @@ struct dma_fence *tio_stream_fence_expose(struct tio_file *tf, u32 stream,
 /* Points that expired, module-wide (debugfs). */
 extern atomic64_t tio_fences_expired;
 
+/*
+ * A payload as one fixed-size object: copying it is six register moves,
+ * where a memcpy() of a variable size is a call and a string instruction.
+ */
+struct tio_payload {
+	u64 w[TIO_CMD_PAYLOAD / sizeof(u64)];
+};
+
+struct tio_call;
+
 /* tio_ioctl.c */
+int tio_record_run(struct tio_file *tf, struct tio_cmd *rec,
+		   struct tio_payload *buf, struct tio_call *call);
+bool tio_record_may_block(const struct tio_cmd *rec);
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
 		  bool nonblock);
@@ -189,6 +203,14 @@ int tio_uring_flush(struct file *file, fl_owner_t id);
 void tio_uring_file_init(struct tio_file *tf);
 void tio_uring_file_release(struct tio_file *tf);
 extern atomic_t tio_parked_total;
+
+/* tio_ring.c */
+struct tio_ring;
+struct vm_area_struct;
+int tio_cmd_ring_setup(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_cmd_ring_enter(struct tio_file *tf, void *data, struct tio_call *call);
+int tio_ring_mmap(struct tio_file *tf, struct vm_area_struct *vma);
+void tio_ring_release(struct tio_file *tf);
 
 /* tio_debugfs.c */
 void tio_debugfs_init(void);

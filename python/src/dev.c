@@ -30,7 +30,7 @@ const char *pt_dev_feature_name(int bit)
 {
 	static const char *const names[] = {
 		"buffers", "pin_user", "dmabuf", "streams", "sync_file",
-		"dma_resv", "uring_cmd", "submit", "async_wait",
+		"dma_resv", "uring_cmd", "submit", "async_wait", "ring",
 	};
 
 	return bit >= 0 && bit < (int)(sizeof(names) / sizeof(names[0])) ? names[bit] : NULL;

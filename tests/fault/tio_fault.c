@@ -149,6 +149,7 @@ struct ctx {
 		struct tio_fence_wait wait;
 		struct tio_buf_desc desc;
 		struct tio_submit sub;
+		struct tio_ring_setup rs;
 	} a;
 	struct tio_tensor_desc d;
 };
@@ -318,6 +319,54 @@ static int c_submit(struct ctx *c)
 	return xioctl(c->dev, TIO_IOC_SUBMIT, &c->a.sub);
 }
 
+/* The command ring: its setup (allocation, pinned charge) and mmap. */
+static int c_ring_setup(struct ctx *c)
+{
+	c->a.rs = (struct tio_ring_setup){ .entries = 256 };
+	return xioctl(c->dev, TIO_IOC_RING_SETUP, &c->a.rs);
+}
+
+/* Ring records that allocate: results in place, nothing left on failure. */
+static int s_ring(struct ctx *c)
+{
+	struct tio_ring_setup rs = { .entries = 64 };	/* two pages, as ctx_close() unmaps */
+	int ret = xioctl(c->dev, TIO_IOC_RING_SETUP, &rs);
+
+	if (ret)
+		return ret;
+	c->map = mmap(NULL, rs.size, PROT_READ | PROT_WRITE, MAP_SHARED, c->dev,
+		      rs.mmap_offset);
+	if (c->map == MAP_FAILED) {
+		c->map = NULL;
+		return -errno;
+	}
+	return new_stream(c);
+}
+
+static int c_ring_enter(struct ctx *c)
+{
+	struct tio_ring_hdr *h = c->map;
+	struct tio_cmd *cmds = (struct tio_cmd *)((char *)c->map + TIO_RING_CMDS_OFFSET);
+	struct tio_ring_enter e = { 0 };
+	unsigned int i;
+
+	memset(cmds, 0, 4 * sizeof(*cmds));
+	for (i = 0; i < 3; i++) {
+		cmds[i].op = TIO_IOC_FENCE_EMIT;
+		((struct tio_fence_emit *)cmds[i].payload.bytes)->stream = c->stream;
+	}
+	cmds[3].op = TIO_IOC_BUF_ALLOC;
+	((struct tio_buf_alloc *)cmds[3].payload.bytes)->size = PAGE;
+	__atomic_store_n(&h->tail, h->head + 4, __ATOMIC_RELEASE);
+	if (ioctl(c->dev, TIO_IOC_RING_ENTER, &e) < 0)
+		return -errno;
+	/* A record's failure is its result; the enter itself succeeded. */
+	for (i = 0; i < 4; i++)
+		if (cmds[i].result)
+			return cmds[i].result;
+	return 0;
+}
+
 /* An io_uring FENCE_WAIT that parks (the point is unsignalled). */
 static int c_uring_park(struct ctx *c)
 {
@@ -422,6 +471,8 @@ static const struct path paths[] = {
 	{ "FENCE_IMPORT sw_sync", s_swsync, c_fimport },
 	{ "BUF_ATTACH_FENCE", s_buf_stream, c_attach },
 	{ "SUBMIT vector", s_stream, c_submit },
+	{ "RING_SETUP", s_none, c_ring_setup },
+	{ "RING_ENTER records", s_ring, c_ring_enter },
 	{ "uring_cmd INFO", s_none, c_uring_info },
 	{ "uring_cmd parked FENCE_WAIT", s_stream, c_uring_park },
 };

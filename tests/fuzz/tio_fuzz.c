@@ -4,7 +4,10 @@
  *
  * Random and mutated command records go in through all three forms:
  * ioctl(), IORING_OP_URING_CMD (cmd_op = the ioctl number, sqe->cmd[0..7]
- * = the payload pointer) and TIO_IOC_SUBMIT vectors (by ioctl or uring).
+ * = the payload pointer), TIO_IOC_SUBMIT vectors (by ioctl or uring) and
+ * each file's command ring (records written in place, tail and sometimes
+ * head set wrongly, TIO_IOC_RING_ENTER by ioctl or uring; RING_SETUP with
+ * good and bad sizes).
  * Generation is handle-aware: valid, stale (freed), foreign (another
  * file's), wrong-kind and random handles; valid and garbage fds (our
  * dma-bufs and sync_files, udmabuf, dma-heap and vgem dma-bufs, sw_sync
@@ -110,6 +113,7 @@ struct pool {
 
 struct stats {
 	_Atomic uint64_t iters, ioctls, urings, submits, records, mmaps, other;
+	_Atomic uint64_t enters;
 	_Atomic uint64_t ok, fails, signals, parked;
 };
 
@@ -127,6 +131,8 @@ struct world {
 	char *hole;		/* unmapped */
 	char *filemap;		/* a MAP_SHARED regular file page */
 	uint64_t max_buf;
+	struct tio_ring_hdr *ring[2];	/* each file's ring, once mapped */
+	size_t ringlen[2];
 	uint64_t deadline, max_iters;
 	struct stats *st;
 	int verbose;
@@ -508,6 +514,8 @@ static const struct op ops[] = {
 	{ TIO_IOC_FENCE_EXPORT, "FENCE_EXPORT", 6 },
 	{ TIO_IOC_FENCE_IMPORT, "FENCE_IMPORT", 6 },
 	{ TIO_IOC_SUBMIT, "SUBMIT", 1 },
+	{ TIO_IOC_RING_SETUP, "RING_SETUP", 1 },
+	{ TIO_IOC_RING_ENTER, "RING_ENTER", 1 },
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -751,6 +759,21 @@ static void gen_payload(struct worker *k, unsigned int opi, int fi, void *p,
 		/* Nested SUBMIT: refused inside vectors; a small valid one here. */
 		a->count = rnd(&k->rng, 3);
 		a->cmds_ptr = pick_uptr(k, NULL, 64, off + 2048);
+		break;
+	}
+	case TIO_IOC_RING_SETUP: {
+		static const uint32_t sizes[] = { 0, 1, 3, 8, 64, 4096, 8192 };
+		struct tio_ring_setup *a = p;
+
+		a->entries = one_in(&k->rng, 8) ? (uint32_t)rnext(&k->rng) :
+			     sizes[rnd(&k->rng, 7)];
+		break;
+	}
+	case TIO_IOC_RING_ENTER: {
+		struct tio_ring_enter *a = p;
+
+		/* Runs whatever the ring holds (refused inside records). */
+		a->flags = rnd(&k->rng, 2) ? TIO_SUBMIT_F_CONTINUE : 0;
 		break;
 	}
 	}
@@ -1132,6 +1155,98 @@ static void do_submit(struct worker *k, int fi)
 			harvest(k, fi, v[i].op, v[i].payload.bytes);
 }
 
+/* The file's ring, set up (or found set up) and mapped, or NULL. */
+static struct tio_ring_hdr *ring_of(struct worker *k, int fi)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static const uint32_t sizes[] = { 1, 8, 64, 256 };
+	struct world *w = k->w;
+	struct tio_ring_setup rs = { .entries = sizes[rnd(&k->rng, 4)] };
+	struct tio_ring_hdr *h;
+	uint32_t entries;
+	void *m;
+
+	pthread_mutex_lock(&lock);
+	h = w->ring[fi];
+	if (h)
+		goto out;
+	if (ioctl(w->dev[fi], TIO_IOC_RING_SETUP, &rs) && errno != EBUSY)
+		goto out;
+	/* Set up by someone (a sibling, a fuzzed record): read its size. */
+	m = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, w->dev[fi], TIO_RING_MMAP_OFFSET);
+	if (m == MAP_FAILED)
+		goto out;
+	entries = ((struct tio_ring_hdr *)m)->entries;
+	munmap(m, PAGE);
+	w->ringlen[fi] = (TIO_RING_CMDS_OFFSET + (size_t)entries * 64 + PAGE - 1) & ~(PAGE - 1);
+	m = mmap(NULL, w->ringlen[fi], PROT_READ | PROT_WRITE, MAP_SHARED,
+		 w->dev[fi], TIO_RING_MMAP_OFFSET);
+	if (m != MAP_FAILED)
+		w->ring[fi] = h = m;
+out:
+	pthread_mutex_unlock(&lock);
+	return h;
+}
+
+/*
+ * Records written into the ring at its tail (racing the other threads
+ * and the other process, which share it), published, entered by ioctl or
+ * uring; sometimes with a tail beyond the ring or behind head, or a head
+ * moved by hand.
+ */
+static void do_ring(struct worker *k, int fi)
+{
+	struct tio_ring_hdr *h = ring_of(k, fi);
+	struct tio_cmd *cmds;
+	struct tio_ring_enter *e = (struct tio_ring_enter *)k->scratch;
+	unsigned int i, n, mask, tail;
+	int ret;
+
+	if (!h)
+		return;
+	cmds = (struct tio_cmd *)((char *)h + TIO_RING_CMDS_OFFSET);
+	mask = __atomic_load_n(&h->mask, __ATOMIC_RELAXED);
+	tail = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+	n = 1 + rnd(&k->rng, mask + 1);
+	for (i = 0; i < n; i++) {
+		struct tio_cmd *c = &cmds[(tail + i) & mask];
+		unsigned int o = pick_op(k);
+		struct tio_cmd rec = { 0 };
+
+		rec.op = pick_cmd(k, o);
+		gen_payload(k, o, fi, rec.payload.bytes, true, REC_OFF + (i & 15) * 256);
+		if (one_in(&k->rng, 16))
+			mutate(k, &rec, sizeof(rec));
+		bound_wait(k, rec.op, rec.payload.bytes);
+		memcpy(c, &rec, sizeof(rec));
+	}
+	tail += n;
+	switch (rnd(&k->rng, 24)) {
+	case 0: tail += mask + 1 + rnd(&k->rng, 4); break;	/* beyond */
+	case 1: tail -= n + 1; break;				/* behind head */
+	case 2: __atomic_store_n(&h->head, (uint32_t)rnext(&k->rng), __ATOMIC_RELAXED); break;
+	case 3: tail = (uint32_t)rnext(&k->rng); break;
+	}
+	__atomic_store_n(&h->tail, tail, __ATOMIC_RELEASE);
+	memset(e, 0, sizeof(*e));
+	e->flags = one_in(&k->rng, 2) ? TIO_SUBMIT_F_CONTINUE : 0;
+	if (one_in(&k->rng, 32))
+		e->flags = rnext(&k->rng);
+	if (k->ring_ok && one_in(&k->rng, 3)) {
+		ret = uring_wait_one(k, fi, TIO_IOC_RING_ENTER, (uintptr_t)e);
+	} else {
+		k->wait_since = tio_now_ns();
+		ret = ioctl(k->w->dev[fi], TIO_IOC_RING_ENTER, e);
+		if (ret < 0)
+			ret = -errno;
+		k->wait_since = 0;
+	}
+	count(k, ret);
+	atomic_fetch_add(&k->w->st->enters, 1);
+	if (ret >= 0)
+		atomic_fetch_add(&k->w->st->records, e->done);
+}
+
 /* ---- the rest of the surface: mmap, dma-buf and sync_file fds ---- */
 
 static void touch(struct worker *k, char *m, size_t len, int prot)
@@ -1263,8 +1378,10 @@ static void *worker_main(void *arg)
 			do_ioctl(k, pick_op(k), fi);
 		else if (r < 72)
 			do_uring(k, pick_op(k), fi);
-		else if (r < 87)
+		else if (r < 82)
 			do_submit(k, fi);
+		else if (r < 87)
+			do_ring(k, fi);
 		else if (r < 93)
 			do_mmap(k, fi);
 		else
@@ -1544,20 +1661,21 @@ int main(int argc, char **argv)
 	el = tio_now_ns() - t0;
 	close(w->dev[0]);
 	{
-		uint64_t it = 0, io = 0, ur = 0, sb = 0, rec = 0, mm = 0, ot = 0,
+		uint64_t it = 0, io = 0, ur = 0, sb = 0, rec = 0, mm = 0, ot = 0, en = 0,
 			 ok = 0, fl = 0, sg = 0, pk = 0;
 
 		for (i = 0; i < procs; i++) {
 			it += st[i].iters; io += st[i].ioctls; ur += st[i].urings;
 			sb += st[i].submits; rec += st[i].records; mm += st[i].mmaps;
+			en += st[i].enters;
 			ot += st[i].other; ok += st[i].ok; fl += st[i].fails;
 			sg += st[i].signals; pk += st[i].parked;
 		}
 		printf("# fuzz: %" PRIu64 " iterations in %.1f s, %.0f/s (%d processes x %d threads)\n",
 		       it, el / 1e9, it / (el / 1e9), procs, nthreads);
 		printf("# fuzz: ioctl %" PRIu64 ", uring_cmd %" PRIu64 ", SUBMIT %" PRIu64
-		       " (%" PRIu64 " records run), mmap %" PRIu64 ", other %" PRIu64 "\n",
-		       io, ur, sb, rec, mm, ot);
+		       ", RING_ENTER %" PRIu64 " (%" PRIu64 " records run), mmap %" PRIu64
+		       ", other %" PRIu64 "\n", io, ur, sb, en, rec, mm, ot);
 		printf("# fuzz: %" PRIu64 " succeeded, %" PRIu64 " failed, %" PRIu64
 		       " waits interrupted, %" PRIu64 " uring waits left parked\n",
 		       ok, fl, sg, pk);

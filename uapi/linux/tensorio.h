@@ -8,7 +8,10 @@
  *  1. ioctl(fd, TIO_IOC_<OP>, &payload);
  *  2. an IORING_OP_URING_CMD SQE with cmd_op = TIO_IOC_<OP> and the first
  *     eight bytes of sqe->cmd holding the payload's address (__u64);
- *  3. TIO_IOC_SUBMIT, which carries an array of struct tio_cmd records.
+ *  3. TIO_IOC_SUBMIT, which carries an array of struct tio_cmd records;
+ *  4. the file's command ring (uapi 1.2): struct tio_cmd records in pages
+ *     the driver allocates and userspace maps, run in place by
+ *     TIO_IOC_RING_ENTER (itself an ioctl or a uring_cmd).
  *
  * Rules (Documentation/process/botching-up-ioctls.rst): all structures are
  * naturally aligned and only grow at the end (the driver accepts every
@@ -28,7 +31,7 @@ extern "C" {
 #endif
 
 #define TIO_UAPI_VERSION_MAJOR	1
-#define TIO_UAPI_VERSION_MINOR	1
+#define TIO_UAPI_VERSION_MINOR	2
 #define TIO_UAPI_VERSION	((TIO_UAPI_VERSION_MAJOR << 16) | TIO_UAPI_VERSION_MINOR)
 
 /* Feature bits reported by TIO_IOC_INFO. */
@@ -41,6 +44,7 @@ extern "C" {
 #define TIO_FEAT_URING_CMD	0x40ULL	/* IORING_OP_URING_CMD */
 #define TIO_FEAT_SUBMIT		0x80ULL	/* TIO_IOC_SUBMIT */
 #define TIO_FEAT_ASYNC_WAIT	0x100ULL	/* parked uring waits */
+#define TIO_FEAT_RING		0x200ULL	/* RING_SETUP/RING_ENTER (uapi 1.2) */
 
 /* Bytes of payload in one command record. */
 #define TIO_CMD_PAYLOAD		48
@@ -419,6 +423,69 @@ struct tio_cmd {
 	} payload;
 };
 
+/* The most records a command ring holds (a power of two). */
+#define TIO_RING_MAX_ENTRIES	4096
+/* The ring's mmap offset in the device file. */
+#define TIO_RING_MMAP_OFFSET	0ULL
+
+/**
+ * struct tio_ring_hdr - the start of a command ring's mapping
+ * @head: written by the kernel only: records consumed so far (free
+ *	  running, modulo 2^32); record i lives at slot i & @mask
+ * @pad0: keeps @tail off @head's cache line
+ * @tail: written by userspace only: records published so far; store it
+ *	  with release ordering after writing the records
+ * @entries: the ring's size in records (read-only)
+ * @mask: @entries - 1 (read-only)
+ * @pad1: zero
+ *
+ * The records, struct tio_cmd[@entries], follow at TIO_RING_CMDS_OFFSET.
+ * Read @head with acquire ordering: results of the records before it are
+ * then visible in place.
+ */
+struct tio_ring_hdr {
+	__u32 head;
+	__u32 pad0[15];
+	__u32 tail;
+	__u32 entries;
+	__u32 mask;
+	__u32 pad1[13];
+};
+
+#define TIO_RING_CMDS_OFFSET	128
+
+/**
+ * struct tio_ring_setup - TIO_IOC_RING_SETUP: give this file a command ring
+ * @entries: in, records, a power of two, 1..TIO_RING_MAX_ENTRIES
+ * @flags: in, must be zero
+ * @size: out, bytes to mmap (MAP_SHARED, read-write) at @mmap_offset
+ * @mmap_offset: out, TIO_RING_MMAP_OFFSET
+ *
+ * One ring per file (-EBUSY for a second); it lives until the file is
+ * released. Its pages count as pinned memory (RLIMIT_MEMLOCK, max_pinned).
+ */
+struct tio_ring_setup {
+	__u32 entries;
+	__u32 flags;
+	__u64 size;
+	__u64 mmap_offset;
+};
+
+/**
+ * struct tio_ring_enter - TIO_IOC_RING_ENTER: run the ring's new records
+ * @flags: in, TIO_SUBMIT_F_CONTINUE or zero
+ * @done: out, records this call consumed (head moved by this much)
+ *
+ * Runs the records from head to the tail it reads, in order, each read
+ * once; writes each one's result (and payload, as SUBMIT does) in place,
+ * then publishes head. Return as TIO_IOC_SUBMIT: the number of failed
+ * records.
+ */
+struct tio_ring_enter {
+	__u32 flags;
+	__u32 done;
+};
+
 #define TIO_IOC_MAGIC	0xD4
 
 #define TIO_IOC_INFO		_IOWR(TIO_IOC_MAGIC, 0x00, struct tio_info)
@@ -439,6 +506,8 @@ struct tio_cmd {
 #define TIO_IOC_FENCE_EXPORT	_IOWR(TIO_IOC_MAGIC, 0x15, struct tio_fence_export)
 #define TIO_IOC_FENCE_IMPORT	_IOWR(TIO_IOC_MAGIC, 0x16, struct tio_fence_import)
 #define TIO_IOC_SUBMIT		_IOWR(TIO_IOC_MAGIC, 0x20, struct tio_submit)
+#define TIO_IOC_RING_SETUP	_IOWR(TIO_IOC_MAGIC, 0x21, struct tio_ring_setup)
+#define TIO_IOC_RING_ENTER	_IOWR(TIO_IOC_MAGIC, 0x22, struct tio_ring_enter)
 
 #if defined(__cplusplus)
 }
