@@ -938,4 +938,57 @@ TEST(entry_context_symbol)
 	ASSERT_NO_LEAKS();
 }
 
+TEST(entry_type_attr)
+{
+	TVMFFIByteArray name = ba("test.tvmffi.attr"), other = ba("test.tvmffi.none");
+	TVMFFIAny none = { .type_index = kTVMFFINone };
+	TVMFFIAny five = { .type_index = kTVMFFIInt, .v_int64 = 5 };
+	TVMFFIAny text = { .type_index = kTVMFFIRawStr, .v_c_str = "a value longer than seven" };
+	TVMFFIAny func = { .type_index = kTVMFFIFunction };
+	const TVMFFITypeAttrColumn *col, *again;
+	TVMFFIObjectHandle f;
+
+	EXPECT_EQ(NULL, TVMFFIGetTypeAttrColumn(&name));
+	ASSERT_EQ(0, TVMFFITypeRegisterAttr(kTVMFFINone, &other, &none));	/* only makes it */
+	col = TVMFFIGetTypeAttrColumn(&other);
+	ASSERT_NE(NULL, col);
+	EXPECT_EQ(0, col->size);
+
+	ASSERT_EQ(0, TVMFFITypeRegisterAttr(kTVMFFITensor, &name, &five));
+	col = TVMFFIGetTypeAttrColumn(&name);
+	ASSERT_NE(NULL, col);
+	EXPECT_EQ(0, col->begin_index);
+	EXPECT_EQ(kTVMFFITensor + 1, col->size);
+	EXPECT_EQ(kTVMFFIInt, col->data[kTVMFFITensor].type_index);
+	EXPECT_EQ(5, col->data[kTVMFFITensor].v_int64);
+	EXPECT_EQ(kTVMFFINone, col->data[kTVMFFITensor - 1].type_index);
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(kTVMFFITensor, &name, &five));
+	ASSERT_RAISED("RuntimeError", "`test.tvmffi.attr` is already registered for type index 70");
+
+	/* Values are owned (a raw string becomes a String); the data never moves. */
+	ASSERT_EQ(0, TVMFFITypeRegisterAttr(100, &name, &text));
+	ASSERT_EQ(0, TVMFFIFunctionCreate(NULL, echo_self, NULL, &f));
+	func.v_obj = f;
+	ASSERT_EQ(0, TVMFFITypeRegisterAttr(kTVMFFIModule, &name, &func));
+	TVMFFIObjectDecRef(f);
+	again = TVMFFIGetTypeAttrColumn(&name);
+	EXPECT_EQ(col, again);
+	EXPECT_EQ(101, col->size);
+	EXPECT_EQ(kTVMFFIStr, col->data[100].type_index);
+	EXPECT_EQ(f, col->data[kTVMFFIModule].v_obj);
+	EXPECT_EQ(2, LIVE());	/* held by the column, as long as the process */
+
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(-1, &name, &five));
+	ASSERT_RAISED("ValueError", "outside");
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(4096, &name, &five));
+	ASSERT_RAISED("ValueError", "outside");
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(101, NULL, &five));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(101, &name, NULL));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(NULL, TVMFFIGetTypeAttrColumn(NULL));
+	EXPECT_EQ(101, col->size);
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+}
+
 TEST_HARNESS_MAIN
