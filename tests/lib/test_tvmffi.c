@@ -694,11 +694,25 @@ TEST(entry_init_once)
 	ASSERT_NO_LEAKS();
 }
 
+/* The global @name called with the int @x: its int result, or INT64_MIN. */
+static int64_t call_global(const TVMFFIByteArray *name, int64_t x)
+{
+	TVMFFIAny arg = { .type_index = kTVMFFIInt, .v_int64 = x };
+	TVMFFIAny ret = { .type_index = kTVMFFINone };
+	TVMFFIObjectHandle g;
+
+	if (TVMFFIFunctionGetGlobal(name, &g) || !g)
+		return INT64_MIN;
+	if (TVMFFIFunctionCall(g, &arg, 1, &ret) || ret.type_index != kTVMFFIInt)
+		ret.v_int64 = INT64_MIN;
+	TVMFFIObjectDecRef(g);
+	return ret.v_int64;
+}
+
 TEST(entry_method_info_global)
 {
-	TVMFFIObjectHandle f, g;
 	TVMFFIMethodInfo mi = { .name = { "test.tvmffi.mi", 14 }, .doc = { "doc", 3 } };
-	TVMFFIAny arg = { .type_index = kTVMFFIInt, .v_int64 = 5 }, ret;
+	TVMFFIObjectHandle f;
 	static int two = 2;
 
 	ASSERT_EQ(0, TVMFFIFunctionCreate(&two, (TVMFFISafeCallType)add_self, NULL, &f));
@@ -708,11 +722,7 @@ TEST(entry_method_info_global)
 	EXPECT_EQ(-1, TVMFFIFunctionSetGlobalFromMethodInfo(&mi, 0));
 	ASSERT_RAISED("KeyError", "test.tvmffi.mi");
 	ASSERT_EQ(0, TVMFFIFunctionSetGlobalFromMethodInfo(&mi, 1));
-	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&mi.name, &g));
-	ret.type_index = kTVMFFINone;
-	ASSERT_EQ(0, TVMFFIFunctionCall(g, &arg, 1, &ret));
-	EXPECT_EQ(7, ret.v_int64);
-	TVMFFIObjectDecRef(g);
+	EXPECT_EQ(7, call_global(&mi.name, 5));
 	TVMFFIObjectDecRef(f);
 	EXPECT_EQ(0, tio_func_remove_global("test.tvmffi.mi"));
 
