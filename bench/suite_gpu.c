@@ -6,11 +6,11 @@
  *   call/dltensor-cpu      FFI call of a no-op taking a DLTensor*, on the CPU
  *   call/dltensor-cuda     the same with a device tensor's DLTensor*
  *   call/tensor-cuda       the same with the device Tensor object
- *   stream/query           tio_cuda_stream_query() on an idle stream
- *   h2d|d2h/pinned/SIZE    tio_cuda_copy_htod/dtoh + stream sync, host side
+ *   stream/query           tio_gpu_stream_query() on an idle stream
+ *   h2d|d2h/pinned/SIZE    tio_gpu_copy_htod/dtoh + stream sync, host side
  *                          a tensorio buffer registered with CUDA
  *   h2d|d2h/pageable/SIZE  the same from/to malloc memory (ratio: / pinned)
- *   fence/record           tio_cuda_stream_record_fence + tio_fence_wait:
+ *   fence/record           tio_gpu_stream_record_fence + tio_fence_wait:
  *                          stream -> fence, a host function signals
  *   fence/roundtrip        fence -> stream -> fence: the CUDA stream waits
  *                          on point A (cuStreamWaitValue64 on the seqno
@@ -31,6 +31,8 @@
 
 #include "bench.h"
 
+#define CUDA_DEV(n) ((DLDevice){ kDLCUDA, (n) })
+
 enum gkind {
 	G_CALL_CPU, G_CALL_CUDA, G_CALL_TENSOR, G_QUERY,
 	G_H2D_PIN, G_H2D_PAGE, G_D2H_PIN, G_D2H_PAGE, G_RECORD, G_ROUNDTRIP,
@@ -41,7 +43,7 @@ enum gkind {
 #define GSIZE(a)	((size_t)((a) >> 8))
 
 struct gstate {
-	tio_cuda_stream_t *cs;
+	tio_gpu_stream_t *cs;
 	tio_object_t *dev;	/* device tensor */
 	tio_object_t *fn;	/* no-op Function */
 	tio_buffer_t *buf;	/* pinned host side */
@@ -70,7 +72,7 @@ static void gpu_teardown(struct bench_run *run)
 
 	if (!s)
 		return;
-	tio_cuda_stream_destroy(s->cs);
+	tio_gpu_stream_destroy(s->cs);
 	if (s->dev)
 		tio_object_decref(s->dev);
 	if (s->fn)
@@ -101,7 +103,7 @@ static int gpu_setup(struct bench_run *run)
 	struct gstate *s;
 	tio_object_t *e;
 
-	if (tio_cuda_init()) {
+	if (tio_gpu_init(kDLCUDA)) {
 		e = tio_error_move_from_raised();
 		bench_skip(run, "%s", e ? tio_error_message(e) : "no CUDA");
 		if (e)
@@ -114,9 +116,9 @@ static int gpu_setup(struct bench_run *run)
 	run->state = s;
 	s->size = GSIZE(run->c->arg);
 	s->shape[0] = s->size ? (int64_t)s->size : 16;
-	if (tio_cuda_stream_create(0, &s->cs))
+	if (tio_gpu_stream_create(CUDA_DEV(0), &s->cs))
 		return gpu_error(run, "CUDA stream");
-	if (tio_cuda_tensor_empty(0, 1, s->shape, u8, &s->dev))
+	if (tio_gpu_tensor_empty(CUDA_DEV(0), 1, s->shape, u8, &s->dev))
 		return gpu_error(run, "device tensor");
 	switch (k) {
 	case G_CALL_CPU:
@@ -132,7 +134,7 @@ static int gpu_setup(struct bench_run *run)
 	case G_H2D_PIN:
 	case G_D2H_PIN:
 		if (tio_buffer_alloc(s->size, NULL, &s->buf) ||
-		    tio_cuda_buffer_register(s->buf))
+		    tio_gpu_buffer_register(kDLCUDA, s->buf))
 			return gpu_error(run, "registered buffer");
 		memset(tio_buffer_data(s->buf), 1, s->size);
 		break;
@@ -144,8 +146,8 @@ static int gpu_setup(struct bench_run *run)
 		memset(s->mem, 1, s->size);
 		break;
 	case G_ROUNDTRIP:
-		if (tio_cuda_device_supports(0, TIO_CUDA_CAP_WAIT_VALUE64) != 1 ||
-		    tio_cuda_device_supports(0, TIO_CUDA_CAP_READONLY_REGISTER) != 1) {
+		if (tio_gpu_device_supports(CUDA_DEV(0), TIO_GPU_CAP_WAIT_VALUE64) != 1 ||
+		    tio_gpu_device_supports(CUDA_DEV(0), TIO_GPU_CAP_READONLY_REGISTER) != 1) {
 			tio_error_clear();
 			return bench_skip(run, "CUDA device 0 cannot wait on a host seqno word");
 		}
@@ -186,26 +188,26 @@ static int gpu_run(struct bench_run *run, uint64_t n)
 			bench_keep(ret.v_int64);
 			break;
 		case G_QUERY:
-			err = tio_cuda_stream_query(s->cs) == 1 ? 0 : -1;
+			err = tio_gpu_stream_query(s->cs) == 1 ? 0 : -1;
 			break;
 		case G_H2D_PIN:
 		case G_H2D_PAGE:
-			err = tio_cuda_copy_htod(s->cs, dptr, host, s->size) ||
-			      tio_cuda_stream_sync(s->cs);
+			err = tio_gpu_copy_htod(s->cs, dptr, host, s->size) ||
+			      tio_gpu_stream_sync(s->cs);
 			break;
 		case G_D2H_PIN:
 		case G_D2H_PAGE:
-			err = tio_cuda_copy_dtoh(s->cs, host, dptr, s->size) ||
-			      tio_cuda_stream_sync(s->cs);
+			err = tio_gpu_copy_dtoh(s->cs, host, dptr, s->size) ||
+			      tio_gpu_stream_sync(s->cs);
 			break;
 		case G_RECORD:
-			err = tio_cuda_stream_record_fence(s->cs, s->out, &b) ||
+			err = tio_gpu_stream_record_fence(s->cs, s->out, &b) ||
 			      tio_fence_wait(s->out, b, -1, NULL);
 			break;
 		case G_ROUNDTRIP:
 			err = tio_fence_emit(s->in, &a) ||
-			      tio_cuda_stream_wait_fence(s->cs, s->in, a) ||
-			      tio_cuda_stream_record_fence(s->cs, s->out, &b) ||
+			      tio_gpu_stream_wait_fence(s->cs, s->in, a) ||
+			      tio_gpu_stream_record_fence(s->cs, s->out, &b) ||
 			      tio_fence_signal(s->in, a, 0) ||
 			      tio_fence_wait(s->out, b, -1, NULL);
 			break;
@@ -239,7 +241,7 @@ static struct bench_case cases[] = {
 	    "FFI call, a kDLCUDA DLTensor* arg"),
 	GPU("call/tensor-cuda", G_CALL_TENSOR, 0, "call/dltensor-cpu",
 	    "FFI call, a device Tensor object arg"),
-	GPU("stream/query", G_QUERY, 0, NULL, "tio_cuda_stream_query, idle stream"),
+	GPU("stream/query", G_QUERY, 0, NULL, "tio_gpu_stream_query, idle stream"),
 	GPU_COPY("h2d", 4096, "4K", "small", G_H2D_PIN, G_H2D_PAGE),
 	GPU_COPY("h2d", 1 << 20, "1M", "medium", G_H2D_PIN, G_H2D_PAGE),
 	GPU_COPY("h2d", 64 << 20, "64M", "large", G_H2D_PIN, G_H2D_PAGE),

@@ -21,6 +21,11 @@
  *                   io_uring read (O_DIRECT where aligned, so unlike the
  *                   rows above it reads the disk, not the page cache),
  *                   header parse and checks.
+ *   fio-best, safetensors-cold, safetensors-first (medium): fio's best
+ *                   configuration against the loader on the same file,
+ *                   dropped from the page cache before each load; "first"
+ *                   also empties the pinned cache, so that each load
+ *                   populates fresh memory as a new process does.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +41,7 @@
 #include <json-c/json.h>
 #include <tensorio/context.h>
 #include <tensorio/error.h>
+#include <tensorio/pinned.h>
 #include <tensorio/safetensors.h>
 
 #include "bench.h"
@@ -299,12 +305,15 @@ static int io_run(struct bench_run *run, uint64_t n)
 static struct {
 	const char *label;
 	char note[200];
-} st_rows[5] = { { "small" }, { "medium" }, { "large" }, { "medium" }, { "medium" } };
+} st_rows[6] = { { "small" }, { "medium" }, { "large" }, { "medium" }, { "medium" },
+		 { "medium" } };
 
 /* Rows 3 and 4: the medium file cold (dropped from the page cache before
- * each load) and warm (read into it in setup). */
+ * each load) and warm (read into it in setup); row 5 cold into fresh
+ * memory (the pinned cache emptied first), as a new process loads. */
 #define ST_COLD 3
 #define ST_WARM 4
+#define ST_FIRST 5
 
 static const char *bench_dir(void)
 {
@@ -417,6 +426,7 @@ static int st_setup(struct bench_run *run)
 		 "(ms = ns/op / 1e6; the pinned cache serves repeats)",
 		 (unsigned long long)(want >> 20), (unsigned long long)n,
 		 row == ST_COLD ? "cold: dropped from the page cache before each load" :
+		 row == ST_FIRST ? "first: cold, into fresh memory (pinned cache trimmed)" :
 		 row == ST_WARM ? "warm: in the page cache" :
 		 "O_DIRECT unless cached: from disk");
 	if (row == ST_WARM) {
@@ -449,7 +459,9 @@ static int st_run(struct bench_run *run, uint64_t n)
 	uint64_t i;
 
 	for (i = 0; i < n; i++) {
-		if (run->c->arg == ST_COLD) {
+		if (run->c->arg == ST_FIRST)
+			tio_pinned_trim();
+		if (run->c->arg == ST_COLD || run->c->arg == ST_FIRST) {
 			int fd = open(s->path, O_RDONLY | O_CLOEXEC);
 
 			if (fd >= 0) {
@@ -566,6 +578,10 @@ static struct bench_case cases[] = {
 	  .ref = "fio-best/medium", .target_ratio = 1 / 0.95,
 	  .note = st_rows[ST_COLD].note, .setup = st_setup, .run = st_run,
 	  .teardown = io_teardown, .arg = ST_COLD },
+	{ .suite = "io", .name = "safetensors-first/medium", .size = "medium",
+	  .ref = "fio-best/medium", .target_ratio = 1 / 0.95,
+	  .note = st_rows[ST_FIRST].note, .setup = st_setup, .run = st_run,
+	  .teardown = io_teardown, .arg = ST_FIRST },
 	IO("mmap-memcpy/medium", I_MMAP | IO_MEDIUM, "mmap-memcpy/medium", 0,
 	   "mmap + memcpy, page cache warm, safetensors/medium's size"),
 	{ .suite = "io", .name = "safetensors-warm/medium", .size = "medium",

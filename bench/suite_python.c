@@ -161,6 +161,8 @@ static struct bench_case cases[] = {
 	   "no-op with a torch tensor (DLPack conversion included)"),
 	PY("call/torch-export", "call/cfunc-0", 0,
 	   "floor: torch._C._to_dlpack alone, the producer's share of the row above"),
+	PY("call/torch-requires-grad", "call/cfunc-0", 0,
+	   "floor: reading requires_grad (the autograd check before _to_dlpack)"),
 	PY("call/numpy-array", "call/cfunc-0", 0, "no-op with a numpy array (DLPack)"),
 	PY("call/tensorio-tensor", "call/cfunc-0", 0, "no-op with a tensorio.Tensor"),
 	PY("dlpack/torch-from-tensor", NULL, 0, "torch.from_dlpack(a tensorio.Tensor)"),

@@ -11,6 +11,15 @@ if [ "$want" != "$have" ]; then
 	diff <(echo "$want") <(echo "$have") | sed 's/^</listed, not exported:/; s/^>/exported, not listed:/'
 	exit 1
 fi
+# Each symbol carries the version node the map lists it under.
+want_v=$(awk '/^[A-Za-z_][A-Za-z0-9_.]* *{/ { node = $1 }
+	/^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*;$/ { s = $1; sub(/;/, "", s); print s "@@" node }' \
+	"$top/lib/libtensorio.map" | sort)
+have_v=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVW]$/ && $3 ~ /@@/ { print $3 }' | sort)
+if [ "$want_v" != "$have_v" ]; then
+	diff <(echo "$want_v") <(echo "$have_v") | sed 's/^</listed, not so versioned:/; s/^>/exported with:/'
+	exit 1
+fi
 # The static library: its global defined symbols, the same list.
 a=$top/build/lib/libtensorio.a
 have_a=$(nm --defined-only --extern-only "$a" | awk 'NF == 3 && $2 ~ /^[TDBRVWGS]$/ { print $3 }' | sort -u)

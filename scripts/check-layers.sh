@@ -25,7 +25,7 @@ declare -A uses=(
 declare -A public=(
 	[batch]=dev [buffer]=dev [context]=dev [stream]=dev [pinned]=dev
 	[io]=io [safetensors]=io
-	[gpu]=gpu [gpu_hip]=gpu
+	[gpu]=gpu
 )
 
 layer_of_path() {	# lib/src-relative path -> layer

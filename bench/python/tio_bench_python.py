@@ -83,6 +83,9 @@ def case(name, fast):
         return noop, (torch.zeros(16),), 0
     if name == "call/torch-export":
         return torch._C._to_dlpack, (torch.zeros(16),), 0
+    if name == "call/torch-requires-grad":
+        import operator
+        return operator.attrgetter("requires_grad"), (torch.zeros(16),), 0
     if name == "call/numpy-array":
         return noop, (np.zeros(16, dtype=np.float32),), 0
     if name == "dlpack/torch-from-tensor":

@@ -34,6 +34,9 @@ struct cname {
 
 int tvmffi__cname(struct cname *c, const TVMFFIByteArray *b);
 
+/* TVM FFI's TVMFFITypeInfo.type_key_hash of a key. */
+uint64_t tvmffi__key_hash(const char *key, size_t len);
+
 static inline void tvmffi__cname_free(struct cname *c)
 {
 	if (c->s != c->buf)

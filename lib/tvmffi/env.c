@@ -193,6 +193,11 @@ int TVMFFIEnvCheckSignals(void)
 	return r ? -1 : 0;
 }
 
+int TVMFFIEnvModRegisterContextSymbol(const char *name, void *symbol)
+{
+	return tio_module_register_context_symbol(name, symbol);
+}
+
 #define SYMBOL_PREFIX "__tvm_ffi_"
 
 /*

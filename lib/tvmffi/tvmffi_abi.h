@@ -276,6 +276,7 @@ TVM_FFI_DLL int TVMFFIEnvTensorAlloc(DLTensor *prototype, TVMFFIObjectHandle *ou
 TVM_FFI_DLL int TVMFFIEnvCheckSignals(void);
 TVM_FFI_DLL int TVMFFIEnvRegisterCAPI(const char *name, void *symbol);
 TVM_FFI_DLL int TVMFFIEnvModRegisterSystemLibSymbol(const char *name, void *ptr);
+TVM_FFI_DLL int TVMFFIEnvModRegisterContextSymbol(const char *name, void *symbol);
 TVM_FFI_DLL int TVMFFIEnvModLookupFromImports(TVMFFIObjectHandle library_ctx,
 					      const char *func_name, TVMFFIObjectHandle *out);
 

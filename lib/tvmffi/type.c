@@ -66,6 +66,36 @@ out:
 	return index;
 }
 
+static uint64_t shift_mix(uint64_t v)
+{
+	return v ^ (v >> 47);
+}
+
+/*
+ * TVM FFI's type_key_hash is std::hash of the key as its C++ library
+ * computes it; this is GNU libstdc++'s on 64-bit targets (a MurmurHash2
+ * variant, seed 0xc70f6907), so the two runtimes give equal hashes.
+ */
+uint64_t tvmffi__key_hash(const char *key, size_t len)
+{
+	const uint64_t mul = (UINT64_C(0xc6a4a793) << 32) + UINT64_C(0x5bd1e995);
+	uint64_t h = UINT64_C(0xc70f6907) ^ (len * mul), w;
+	size_t i, tail = len & 7;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		memcpy(&w, key + i, 8);
+		h ^= shift_mix(w * mul) * mul;
+		h *= mul;
+	}
+	if (tail) {
+		for (w = 0; tail--; )
+			w = (w << 8) | (unsigned char)key[i + tail];
+		h ^= w;
+		h *= mul;
+	}
+	return shift_mix(shift_mix(h) * mul);
+}
+
 static TVMFFIByteArray text(const char *s)
 {
 	TVMFFIByteArray b = { s ? s : "", s ? strlen(s) : 0 };
@@ -128,10 +158,7 @@ static TVMFFITypeInfo *build(const tio_type_info_t *t, TVMFFITypeInfo *old)
 	d->type_index = t->type_index;
 	d->type_depth = t->type_depth;
 	d->type_key = text(t->type_key);
-	d->type_key_hash = 0xcbf29ce484222325ull;
-	for (i = 0; i < (int32_t)d->type_key.size; i++)
-		d->type_key_hash = (d->type_key_hash ^ (unsigned char)t->type_key[i]) *
-				   0x100000001b3ull;
+	d->type_key_hash = tvmffi__key_hash(t->type_key, d->type_key.size);
 	for (i = 0; i < t->type_depth; i++) {
 		anc[i] = info_locked(t->ancestors[i]);
 		if (!anc[i]) {

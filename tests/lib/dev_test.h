@@ -15,9 +15,14 @@
 #include <tensorio/batch.h>
 #include <tensorio/buffer.h>
 #include <tensorio/context.h>
+#include <tensorio/dlpack.h>
 #include <tensorio/error.h>
 #include <tensorio/ffi.h>
 #include <tensorio/stream.h>
+
+/* GPU devices for tensorio/gpu.h. */
+#define CUDA_DEV(n) ((DLDevice){ kDLCUDA, (n) })
+#define HIP_DEV(n) ((DLDevice){ kDLROCM, (n) })
 
 static inline int dev_count_fds(void)
 {

@@ -110,6 +110,19 @@ EXPORT int __tvm_ffi_ctx(void *self, const TVMFFIAny *args, int32_t nargs, TVMFF
 	return 0;
 }
 
+/* Set by the loader when registered as a context symbol. */
+EXPORT void *tvmtest_context;
+
+/* context() -> tvmtest_context, an opaque pointer */
+EXPORT int __tvm_ffi_context(void *self, const TVMFFIAny *args, int32_t nargs, TVMFFIAny *ret)
+{
+	(void)self, (void)args, (void)nargs;
+	ret->type_index = tvmtest_context ? kTVMFFIOpaquePtr : kTVMFFINone;
+	ret->zero_padding = 0;
+	ret->v_ptr = tvmtest_context;
+	return 0;
+}
+
 /* via_imports(name, x) -> name(x), found from the library context. */
 EXPORT int __tvm_ffi_via_imports(void *self, const TVMFFIAny *args, int32_t nargs,
 				 TVMFFIAny *ret)

@@ -24,29 +24,29 @@ static const DLDataType f32 = { kDLFloat, 32, 1 };
 /* Use CUDA once so that the driver's fds and threads exist before counting. */
 static int cuda_warm_up(char *why, size_t len)
 {
-	tio_cuda_stream_t *cs;
+	tio_gpu_stream_t *cs;
 	tio_object_t *t, *e;
 	int64_t shape = 4096;
 	tio_buffer_t *b;
 
-	if (tio_cuda_init() || tio_cuda_stream_create(0, &cs)) {
+	if (tio_gpu_init(kDLCUDA) || tio_gpu_stream_create(CUDA_DEV(0), &cs)) {
 		e = tio_error_move_from_raised();
 		snprintf(why, len, "%s", e ? tio_error_message(e) : "?");
 		if (e)
 			tio_object_decref(e);
 		return -1;
 	}
-	if (!tio_cuda_tensor_empty(0, 1, &shape, u8, &t)) {
+	if (!tio_gpu_tensor_empty(CUDA_DEV(0), 1, &shape, u8, &t)) {
 		if (!tio_buffer_alloc(4096, NULL, &b)) {
-			if (!tio_cuda_buffer_register(b))
-				tio_cuda_copy_htod(cs, (uintptr_t)tio_tensor_dl(t)->data,
+			if (!tio_gpu_buffer_register(kDLCUDA, b))
+				tio_gpu_copy_htod(cs, (uintptr_t)tio_tensor_dl(t)->data,
 						   tio_buffer_data(b), 4096);
-			tio_cuda_stream_sync(cs);
+			tio_gpu_stream_sync(cs);
 			tio_buffer_decref(b);
 		}
 		tio_object_decref(t);
 	}
-	tio_cuda_stream_destroy(cs);
+	tio_gpu_stream_destroy(cs);
 	tio_error_clear();
 	return 0;
 }
@@ -75,7 +75,7 @@ FIXTURE_TEARDOWN(cuda)
 	tio_error_clear();
 	if (self->nocuda)
 		return;
-	EXPECT_EQ(0, tio_cuda_debug_live());
+	EXPECT_EQ(0, tio_gpu_debug_live(kDLCUDA));
 	EXPECT_EQ(0, tio_debug_live_handles());
 	EXPECT_EQ(self->objs, tio_debug_live_objects());
 	EXPECT_EQ(self->fds, dev_count_fds());
@@ -94,35 +94,42 @@ static uint64_t dptr_of(tio_object_t *t)
 /* Runs in every environment: a missing driver fails every call cleanly. */
 TEST(no_driver)
 {
-	tio_cuda_stream_t *cs = NULL;
+	tio_gpu_stream_t *cs = NULL;
 	tio_object_t *t = NULL;
 	int64_t shape = 16;
 	tio_buffer_t *b;
 	int n = -1, fd = -1;
 
 	setenv("TIO_CUDA_LIBRARY", "libcuda-tensorio-test-absent.so.1", 1);
-	ASSERT_EQ(-1, tio_cuda_init());
+	ASSERT_EQ(-1, tio_gpu_init(kDLCUDA));
 	ASSERT_DEV_MSG(ENODEV, "no CUDA driver");
-	ASSERT_EQ(-1, tio_cuda_device_count(&n));
+	ASSERT_EQ(-1, tio_gpu_device_count(kDLCUDA, &n));
 	ASSERT_DEV_ERR(ENODEV, "OSError");
 	EXPECT_EQ(-1, n);
-	ASSERT_EQ(-1, tio_cuda_tensor_empty(0, 1, &shape, u8, &t));
+	ASSERT_EQ(-1, tio_gpu_tensor_empty(CUDA_DEV(0), 1, &shape, u8, &t));
 	ASSERT_DEV_MSG(ENODEV, "no CUDA driver");
 	EXPECT_EQ(NULL, t);
-	ASSERT_EQ(-1, tio_cuda_stream_create(0, &cs));
+	ASSERT_EQ(-1, tio_gpu_stream_create(CUDA_DEV(0), &cs));
 	ASSERT_DEV_MSG(ENODEV, "no CUDA driver");
 	EXPECT_EQ(NULL, cs);
-	ASSERT_EQ(-1, tio_cuda_export_dmabuf(0, 4096, 4096, &fd));
+	ASSERT_EQ(-1, tio_gpu_export_dmabuf(CUDA_DEV(0), 4096, 4096, &fd));
 	ASSERT_DEV_MSG(ENODEV, "no CUDA driver");
 	EXPECT_EQ(-1, fd);
 	ASSERT_OK(tio_buffer_alloc(4096, NULL, &b));
-	ASSERT_EQ(-1, tio_cuda_buffer_register(b));
+	ASSERT_EQ(-1, tio_gpu_buffer_register(kDLCUDA, b));
 	ASSERT_DEV_MSG(ENODEV, "no CUDA driver");
-	ASSERT_EQ(-1, tio_cuda_buffer_unregister(b));
+	ASSERT_EQ(-1, tio_gpu_buffer_unregister(kDLCUDA, b));
 	ASSERT_DEV_MSG(ENODEV, "no CUDA driver");
 	tio_buffer_decref(b);
-	tio_cuda_stream_destroy(NULL);
-	EXPECT_EQ(0, tio_cuda_debug_live());
+	tio_gpu_stream_destroy(NULL);
+	EXPECT_EQ(0, tio_gpu_debug_live(kDLCUDA));
+	/* A device type that is no GPU's. */
+	ASSERT_EQ(-1, tio_gpu_init(kDLCPU));
+	ASSERT_DEV_MSG(EINVAL, "not a GPU");
+	ASSERT_EQ(-1, tio_gpu_stream_create((DLDevice){ kDLCPU, 0 }, &cs));
+	ASSERT_DEV_MSG(EINVAL, "not a GPU");
+	ASSERT_EQ(-1, tio_gpu_debug_live((DLDeviceType)1000));
+	ASSERT_DEV_MSG(EINVAL, "not a GPU");
 	EXPECT_EQ(0, tio_debug_live_handles());
 }
 
@@ -132,27 +139,27 @@ TEST_F(cuda, device_info)
 	int n = 0, v = 0, cap;
 
 	NEED_CUDA();
-	ASSERT_OK(tio_cuda_device_count(&n));
+	ASSERT_OK(tio_gpu_device_count(kDLCUDA, &n));
 	EXPECT_GE(n, 1);
-	ASSERT_OK(tio_cuda_driver_version(&v));
+	ASSERT_OK(tio_gpu_driver_version(kDLCUDA, &v));
 	EXPECT_GE(v, 1000);
-	ASSERT_OK(tio_cuda_device_name(0, name, sizeof(name)));
+	ASSERT_OK(tio_gpu_device_name(CUDA_DEV(0), name, sizeof(name)));
 	EXPECT_NE(0, name[0]);
 	TH_LOG("device 0: %s, driver %d.%d, %d device(s)", name, v / 1000,
 	       v % 1000 / 10, n);
-	for (cap = TIO_CUDA_CAP_WAIT_VALUE64; cap <= TIO_CUDA_CAP_DMABUF; cap++) {
-		int r = tio_cuda_device_supports(0, cap);
+	for (cap = TIO_GPU_CAP_WAIT_VALUE64; cap <= TIO_GPU_CAP_DMABUF; cap++) {
+		int r = tio_gpu_device_supports(CUDA_DEV(0), cap);
 
 		EXPECT_TRUE(r == 0 || r == 1);
 		TH_LOG("capability %d: %d", cap, r);
 	}
-	EXPECT_EQ(-1, tio_cuda_device_supports(0, 99));
+	EXPECT_EQ(-1, tio_gpu_device_supports(CUDA_DEV(0), 99));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	EXPECT_EQ(-1, tio_cuda_device_name(n, name, sizeof(name)));
+	EXPECT_EQ(-1, tio_gpu_device_name(CUDA_DEV(n), name, sizeof(name)));
 	ASSERT_DEV_MSG(EINVAL, "CUDA device");
-	EXPECT_EQ(-1, tio_cuda_device_name(-1, name, sizeof(name)));
+	EXPECT_EQ(-1, tio_gpu_device_name(CUDA_DEV(-1), name, sizeof(name)));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	EXPECT_EQ(-1, tio_cuda_device_name(0, name, 0));
+	EXPECT_EQ(-1, tio_gpu_device_name(CUDA_DEV(0), name, 0));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 }
 
@@ -164,7 +171,7 @@ TEST_F(cuda, tensor_empty)
 	DLTensor *dl;
 
 	NEED_CUDA();
-	ASSERT_OK(tio_cuda_tensor_empty(0, 2, shape, f32, &t));
+	ASSERT_OK(tio_gpu_tensor_empty(CUDA_DEV(0), 2, shape, f32, &t));
 	dl = tio_tensor_dl(t);
 	EXPECT_EQ(kDLCUDA, dl->device.device_type);
 	EXPECT_EQ(0, dl->device.device_id);
@@ -174,59 +181,60 @@ TEST_F(cuda, tensor_empty)
 	EXPECT_EQ(12000, tio_tensor_nbytes(dl));
 	EXPECT_NE(NULL, dl->data);
 	EXPECT_EQ(0, (uintptr_t)dl->data & 4095);
-	EXPECT_EQ(1, tio_cuda_debug_live());
+	EXPECT_EQ(1, tio_gpu_debug_live(kDLCUDA));
 	/* A DLPack export keeps the memory after the Tensor goes. */
 	ASSERT_OK(tio_tensor_to_dlpack_versioned(t, &mt));
 	tio_object_decref(t);
-	EXPECT_EQ(1, tio_cuda_debug_live());
+	EXPECT_EQ(1, tio_gpu_debug_live(kDLCUDA));
 	EXPECT_EQ(kDLCUDA, mt->dl_tensor.device.device_type);
 	mt->deleter(mt);
-	EXPECT_EQ(0, tio_cuda_debug_live());
+	EXPECT_EQ(0, tio_gpu_debug_live(kDLCUDA));
 
 	/* A scalar and an empty tensor get memory too. */
-	ASSERT_OK(tio_cuda_tensor_empty(0, 0, NULL, f32, &t));
+	ASSERT_OK(tio_gpu_tensor_empty(CUDA_DEV(0), 0, NULL, f32, &t));
 	EXPECT_NE(NULL, tio_tensor_dl(t)->data);
 	tio_object_decref(t);
 	shape[0] = 0;
-	ASSERT_OK(tio_cuda_tensor_empty(0, 2, shape, f32, &t));
+	ASSERT_OK(tio_gpu_tensor_empty(CUDA_DEV(0), 2, shape, f32, &t));
 	tio_object_decref(t);
 
 	t = NULL;
-	EXPECT_EQ(-1, tio_cuda_tensor_empty(0, 2, bad, f32, &t));
+	EXPECT_EQ(-1, tio_gpu_tensor_empty(CUDA_DEV(0), 2, bad, f32, &t));
 	ASSERT_DEV_MSG(EINVAL, "negative");
-	EXPECT_EQ(-1, tio_cuda_tensor_empty(0, 65, shape, f32, &t));
+	EXPECT_EQ(-1, tio_gpu_tensor_empty(CUDA_DEV(0), 65, shape, f32, &t));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	EXPECT_EQ(-1, tio_cuda_tensor_empty(0, -1, shape, f32, &t));
+	EXPECT_EQ(-1, tio_gpu_tensor_empty(CUDA_DEV(0), -1, shape, f32, &t));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	EXPECT_EQ(-1, tio_cuda_tensor_empty(0, 1, NULL, f32, &t));
+	EXPECT_EQ(-1, tio_gpu_tensor_empty(CUDA_DEV(0), 1, NULL, f32, &t));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	EXPECT_EQ(-1, tio_cuda_tensor_empty(0, 1, shape, (DLDataType){ kDLFloat, 0, 1 }, &t));
+	EXPECT_EQ(-1, tio_gpu_tensor_empty(CUDA_DEV(0), 1, shape, (DLDataType){ kDLFloat, 0, 1 }, &t));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	EXPECT_EQ(-1, tio_cuda_tensor_empty(1000, 1, shape, f32, &t));
+	EXPECT_EQ(-1, tio_gpu_tensor_empty(CUDA_DEV(1000), 1, shape, f32, &t));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 	bad[0] = bad[1] = INT64_C(1) << 40;
-	EXPECT_EQ(-1, tio_cuda_tensor_empty(0, 2, bad, f32, &t));
+	EXPECT_EQ(-1, tio_gpu_tensor_empty(CUDA_DEV(0), 2, bad, f32, &t));
 	ASSERT_DEV_ERR(EOVERFLOW, "ValueError");
 	/* More than the GPU has: CUDA's own error, named. */
 	bad[0] = INT64_C(1) << 50;
-	EXPECT_EQ(-1, tio_cuda_tensor_empty(0, 1, bad, u8, &t));
+	EXPECT_EQ(-1, tio_gpu_tensor_empty(CUDA_DEV(0), 1, bad, u8, &t));
 	ASSERT_DEV_MSG(ENOMEM, "CUDA_ERROR_OUT_OF_MEMORY");
 	EXPECT_EQ(NULL, t);
 }
 
 TEST_F(cuda, stream_basics)
 {
-	tio_cuda_stream_t *cs;
+	tio_gpu_stream_t *cs;
 
 	NEED_CUDA();
-	ASSERT_OK(tio_cuda_stream_create(0, &cs));
-	EXPECT_NE(NULL, tio_cuda_stream_handle(cs));
-	EXPECT_EQ(0, tio_cuda_stream_device(cs));
-	EXPECT_EQ(1, tio_cuda_stream_query(cs));
-	ASSERT_OK(tio_cuda_stream_sync(cs));
-	EXPECT_EQ(1, tio_cuda_debug_live());
-	tio_cuda_stream_destroy(cs);
-	EXPECT_EQ(-1, tio_cuda_stream_create(-1, &cs));
+	ASSERT_OK(tio_gpu_stream_create(CUDA_DEV(0), &cs));
+	EXPECT_NE(NULL, tio_gpu_stream_handle(cs));
+	EXPECT_EQ(kDLCUDA, tio_gpu_stream_device(cs).device_type);
+	EXPECT_EQ(0, tio_gpu_stream_device(cs).device_id);
+	EXPECT_EQ(1, tio_gpu_stream_query(cs));
+	ASSERT_OK(tio_gpu_stream_sync(cs));
+	EXPECT_EQ(1, tio_gpu_debug_live(kDLCUDA));
+	tio_gpu_stream_destroy(cs);
+	EXPECT_EQ(-1, tio_gpu_stream_create(CUDA_DEV(-1), &cs));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 }
 
@@ -235,7 +243,7 @@ TEST_F(cuda, copy_pageable)
 {
 	size_t n = (1 << 20) + 12345, i;
 	unsigned char *a, *b;
-	tio_cuda_stream_t *cs;
+	tio_gpu_stream_t *cs;
 	int64_t shape = (int64_t)n;
 	tio_object_t *t;
 
@@ -246,26 +254,26 @@ TEST_F(cuda, copy_pageable)
 	ASSERT_NE(NULL, b);
 	for (i = 0; i < n; i++)
 		a[i] = (unsigned char)(i * 7 + 3);
-	ASSERT_OK(tio_cuda_stream_create(0, &cs));
-	ASSERT_OK(tio_cuda_tensor_empty(0, 1, &shape, u8, &t));
-	ASSERT_OK(tio_cuda_copy_htod(cs, dptr_of(t), a, n));
-	ASSERT_OK(tio_cuda_copy_dtoh(cs, b, dptr_of(t), n));
-	ASSERT_OK(tio_cuda_stream_sync(cs));
+	ASSERT_OK(tio_gpu_stream_create(CUDA_DEV(0), &cs));
+	ASSERT_OK(tio_gpu_tensor_empty(CUDA_DEV(0), 1, &shape, u8, &t));
+	ASSERT_OK(tio_gpu_copy_htod(cs, dptr_of(t), a, n));
+	ASSERT_OK(tio_gpu_copy_dtoh(cs, b, dptr_of(t), n));
+	ASSERT_OK(tio_gpu_stream_sync(cs));
 	EXPECT_EQ(0, memcmp(a, b, n));
 	/* An offset inside the allocation. */
 	memset(b, 0, n);
-	ASSERT_OK(tio_cuda_copy_dtoh(cs, b, dptr_of(t) + 100, 1000));
-	ASSERT_OK(tio_cuda_stream_sync(cs));
+	ASSERT_OK(tio_gpu_copy_dtoh(cs, b, dptr_of(t) + 100, 1000));
+	ASSERT_OK(tio_gpu_stream_sync(cs));
 	EXPECT_EQ(0, memcmp(a + 100, b, 1000));
 
-	EXPECT_EQ(-1, tio_cuda_copy_htod(cs, 0, a, n));
+	EXPECT_EQ(-1, tio_gpu_copy_htod(cs, 0, a, n));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	EXPECT_EQ(-1, tio_cuda_copy_htod(cs, dptr_of(t), NULL, n));
+	EXPECT_EQ(-1, tio_gpu_copy_htod(cs, dptr_of(t), NULL, n));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	EXPECT_EQ(-1, tio_cuda_copy_dtoh(cs, NULL, dptr_of(t), n));
+	EXPECT_EQ(-1, tio_gpu_copy_dtoh(cs, NULL, dptr_of(t), n));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 	tio_object_decref(t);
-	tio_cuda_stream_destroy(cs);
+	tio_gpu_stream_destroy(cs);
 	free(a);
 	free(b);
 }
@@ -277,7 +285,7 @@ TEST_F(cuda, copy_registered)
 	tio_object_t *dev, *host_in, *host_out;
 	struct tio_tensor_desc desc;
 	tio_buffer_t *bin, *bout;
-	tio_cuda_stream_t *cs;
+	tio_gpu_stream_t *cs;
 	int64_t shape = (int64_t)n / 4;
 	uint64_t dp = 0;
 	float *in, *out;
@@ -291,18 +299,18 @@ TEST_F(cuda, copy_registered)
 	desc.shape[0] = shape;
 	ASSERT_OK(tio_buffer_alloc(n, &desc, &bin));
 	ASSERT_OK(tio_buffer_alloc(n, &desc, &bout));
-	EXPECT_EQ(-1, tio_cuda_buffer_device_ptr(bin, 0, &dp));
+	EXPECT_EQ(-1, tio_gpu_buffer_device_ptr(bin, CUDA_DEV(0), &dp));
 	ASSERT_DEV_ERR(ENOENT, "KeyError");
-	EXPECT_EQ(-1, tio_cuda_buffer_unregister(bin));
+	EXPECT_EQ(-1, tio_gpu_buffer_unregister(kDLCUDA, bin));
 	ASSERT_DEV_MSG(ENOENT, "not registered");
-	ASSERT_OK(tio_cuda_buffer_register(bin));
-	ASSERT_OK(tio_cuda_buffer_register(bout));
-	EXPECT_EQ(2, tio_cuda_debug_live());
-	EXPECT_EQ(-1, tio_cuda_buffer_register(bin));
+	ASSERT_OK(tio_gpu_buffer_register(kDLCUDA, bin));
+	ASSERT_OK(tio_gpu_buffer_register(kDLCUDA, bout));
+	EXPECT_EQ(2, tio_gpu_debug_live(kDLCUDA));
+	EXPECT_EQ(-1, tio_gpu_buffer_register(kDLCUDA, bin));
 	ASSERT_DEV_MSG(EEXIST, "already registered");
-	ASSERT_OK(tio_cuda_buffer_device_ptr(bin, 0, &dp));
+	ASSERT_OK(tio_gpu_buffer_device_ptr(bin, CUDA_DEV(0), &dp));
 	EXPECT_NE(0, dp);
-	EXPECT_EQ(-1, tio_cuda_buffer_device_ptr(bin, 1000, &dp));
+	EXPECT_EQ(-1, tio_gpu_buffer_device_ptr(bin, CUDA_DEV(1000), &dp));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 
 	in = tio_buffer_data(bin);
@@ -311,48 +319,48 @@ TEST_F(cuda, copy_registered)
 		in[i] = (float)i * 0.5f;
 	ASSERT_OK(tio_buffer_tensor(bin, NULL, &host_in));
 	ASSERT_OK(tio_buffer_tensor(bout, NULL, &host_out));
-	ASSERT_OK(tio_cuda_stream_create(0, &cs));
-	ASSERT_OK(tio_cuda_tensor_empty(0, 1, &shape, f32, &dev));
-	ASSERT_OK(tio_cuda_tensor_copy(cs, dev, host_in));
-	ASSERT_OK(tio_cuda_tensor_copy(cs, host_out, dev));
-	ASSERT_OK(tio_cuda_stream_sync(cs));
+	ASSERT_OK(tio_gpu_stream_create(CUDA_DEV(0), &cs));
+	ASSERT_OK(tio_gpu_tensor_empty(CUDA_DEV(0), 1, &shape, f32, &dev));
+	ASSERT_OK(tio_gpu_tensor_copy(cs, dev, host_in));
+	ASSERT_OK(tio_gpu_tensor_copy(cs, host_out, dev));
+	ASSERT_OK(tio_gpu_stream_sync(cs));
 	EXPECT_EQ(0, memcmp(in, out, n));
 
 	/* Mismatches. */
-	EXPECT_EQ(-1, tio_cuda_tensor_copy(cs, host_out, host_in));
+	EXPECT_EQ(-1, tio_gpu_tensor_copy(cs, host_out, host_in));
 	ASSERT_DEV_MSG(EINVAL, "one CPU tensor and one CUDA tensor");
-	EXPECT_EQ(-1, tio_cuda_tensor_copy(cs, dev, dev));
+	EXPECT_EQ(-1, tio_gpu_tensor_copy(cs, dev, dev));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	EXPECT_EQ(-1, tio_cuda_tensor_copy(cs, dev, NULL));
+	EXPECT_EQ(-1, tio_gpu_tensor_copy(cs, dev, NULL));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 	{
 		tio_object_t *small;
 		int64_t half = shape / 2;
 
-		ASSERT_OK(tio_cuda_tensor_empty(0, 1, &half, f32, &small));
-		EXPECT_EQ(-1, tio_cuda_tensor_copy(cs, small, host_in));
+		ASSERT_OK(tio_gpu_tensor_empty(CUDA_DEV(0), 1, &half, f32, &small));
+		EXPECT_EQ(-1, tio_gpu_tensor_copy(cs, small, host_in));
 		ASSERT_DEV_MSG(EINVAL, "bytes into");
 		tio_object_decref(small);
-		ASSERT_OK(tio_cuda_tensor_empty(0, 1, &shape, u8, &small));
-		EXPECT_EQ(-1, tio_cuda_tensor_copy(cs, small, host_in));
+		ASSERT_OK(tio_gpu_tensor_empty(CUDA_DEV(0), 1, &shape, u8, &small));
+		EXPECT_EQ(-1, tio_gpu_tensor_copy(cs, small, host_in));
 		ASSERT_DEV_MSG(EINVAL, "dtypes differ");
 		tio_object_decref(small);
 	}
 
-	ASSERT_OK(tio_cuda_buffer_unregister(bin));
-	EXPECT_EQ(-1, tio_cuda_buffer_unregister(bin));
+	ASSERT_OK(tio_gpu_buffer_unregister(kDLCUDA, bin));
+	EXPECT_EQ(-1, tio_gpu_buffer_unregister(kDLCUDA, bin));
 	ASSERT_DEV_ERR(ENOENT, "KeyError");
 	/* Registering again works once unregistered. */
-	ASSERT_OK(tio_cuda_buffer_register(bin));
+	ASSERT_OK(tio_gpu_buffer_register(kDLCUDA, bin));
 	tio_object_decref(host_in);
 	tio_object_decref(host_out);
 	tio_object_decref(dev);
-	tio_cuda_stream_destroy(cs);
-	EXPECT_EQ(2, tio_cuda_debug_live());
+	tio_gpu_stream_destroy(cs);
+	EXPECT_EQ(2, tio_gpu_debug_live(kDLCUDA));
 	/* Freeing a registered buffer ends its registration. */
 	tio_buffer_decref(bin);
 	tio_buffer_decref(bout);
-	EXPECT_EQ(0, tio_cuda_debug_live());
+	EXPECT_EQ(0, tio_gpu_debug_live(kDLCUDA));
 }
 
 /* The same memory can be registered again after its buffer went. */
@@ -369,43 +377,43 @@ TEST_F(cuda, register_pinned_user_memory)
 	memset(mem, 1, n);
 	for (round = 0; round < 2; round++) {
 		ASSERT_OK(tio_buffer_pin(mem, n, 0, &b));
-		ASSERT_OK(tio_cuda_buffer_register(b));
+		ASSERT_OK(tio_gpu_buffer_register(kDLCUDA, b));
 		tio_buffer_decref(b);
 	}
-	EXPECT_EQ(0, tio_cuda_debug_live());
+	EXPECT_EQ(0, tio_gpu_debug_live(kDLCUDA));
 	free(mem);
 }
 
 TEST_F(cuda, stream_to_fence)
 {
-	tio_cuda_stream_t *cs;
+	tio_gpu_stream_t *cs;
 	uint64_t a, b, c;
 	tio_stream_t *s;
 	int status = 1;
 
 	NEED_CUDA();
 	ASSERT_OK(tio_stream_create(&s));
-	ASSERT_OK(tio_cuda_stream_create(0, &cs));
+	ASSERT_OK(tio_gpu_stream_create(CUDA_DEV(0), &cs));
 	ASSERT_OK(tio_fence_emit(s, &a));
-	ASSERT_OK(tio_cuda_stream_signal_fence(cs, s, a));
-	ASSERT_OK(tio_cuda_stream_record_fence(cs, s, &b));
+	ASSERT_OK(tio_gpu_stream_signal_fence(cs, s, a));
+	ASSERT_OK(tio_gpu_stream_record_fence(cs, s, &b));
 	EXPECT_EQ(a + 1, b);
 	ASSERT_OK(tio_fence_wait(s, b, 5000000000LL, &status));
 	EXPECT_EQ(0, status);
 	EXPECT_GE(tio_stream_signalled(s), b);
-	ASSERT_OK(tio_cuda_stream_sync(cs));
+	ASSERT_OK(tio_gpu_stream_sync(cs));
 
 	/* A point never emitted is refused at once. */
-	EXPECT_EQ(-1, tio_cuda_stream_signal_fence(cs, s, b + 10));
+	EXPECT_EQ(-1, tio_gpu_stream_signal_fence(cs, s, b + 10));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 
 	/* The point is signalled even when its stream was released. */
 	ASSERT_OK(tio_fence_emit(s, &c));
-	ASSERT_OK(tio_cuda_stream_signal_fence(cs, s, c));
+	ASSERT_OK(tio_gpu_stream_signal_fence(cs, s, c));
 	tio_stream_decref(s);
-	ASSERT_OK(tio_cuda_stream_sync(cs));
+	ASSERT_OK(tio_gpu_stream_sync(cs));
 	EXPECT_EQ(0, tio_debug_live_handles());
-	tio_cuda_stream_destroy(cs);
+	tio_gpu_stream_destroy(cs);
 }
 
 static int64_t now_ns(void)
@@ -419,7 +427,7 @@ static int64_t now_ns(void)
 TEST_F(cuda, fence_to_stream)
 {
 	tio_stream_t *in, *out;
-	tio_cuda_stream_t *cs;
+	tio_gpu_stream_t *cs;
 	uint64_t a, b, dp;
 	tio_buffer_t *buf;
 	tio_object_t *t;
@@ -429,11 +437,11 @@ TEST_F(cuda, fence_to_stream)
 	NEED_CUDA();
 	ASSERT_OK(tio_stream_create(&in));
 	ASSERT_OK(tio_stream_create(&out));
-	ASSERT_OK(tio_cuda_stream_create(0, &cs));
+	ASSERT_OK(tio_gpu_stream_create(CUDA_DEV(0), &cs));
 	ASSERT_OK(tio_fence_emit(in, &a));
-	if (tio_cuda_stream_wait_fence(cs, in, a)) {
+	if (tio_gpu_stream_wait_fence(cs, in, a)) {
 		ASSERT_DEV_MSG(EOPNOTSUPP, "fence -> stream");
-		tio_cuda_stream_destroy(cs);
+		tio_gpu_stream_destroy(cs);
 		tio_stream_decref(in);
 		tio_stream_decref(out);
 		SKIP(return, "the device cannot wait on the seqno word");
@@ -443,38 +451,38 @@ TEST_F(cuda, fence_to_stream)
 	 * it, before signalling: proof that the GPU waited.
 	 */
 	ASSERT_OK(tio_buffer_alloc(4096, NULL, &buf));
-	ASSERT_OK(tio_cuda_buffer_register(buf));
+	ASSERT_OK(tio_gpu_buffer_register(kDLCUDA, buf));
 	p = tio_buffer_data(buf);
 	memset(p, 0x11, 4096);
-	ASSERT_OK(tio_cuda_tensor_empty(0, 1, &shape, u8, &t));
-	ASSERT_OK(tio_cuda_copy_htod(cs, dptr_of(t), p, 4096));
-	ASSERT_OK(tio_cuda_stream_record_fence(cs, out, &b));
+	ASSERT_OK(tio_gpu_tensor_empty(CUDA_DEV(0), 1, &shape, u8, &t));
+	ASSERT_OK(tio_gpu_copy_htod(cs, dptr_of(t), p, 4096));
+	ASSERT_OK(tio_gpu_stream_record_fence(cs, out, &b));
 	t0 = now_ns();
 	while (now_ns() - t0 < 20000000)
 		;	/* 20 ms: the GPU would be done by now if it had not waited */
-	EXPECT_EQ(0, tio_cuda_stream_query(cs));
+	EXPECT_EQ(0, tio_gpu_stream_query(cs));
 	EXPECT_EQ(-1, tio_fence_wait(out, b, 0, NULL));
 	ASSERT_DEV_ERR(ETIME, "TimeoutError");
 	memset(p, 0x22, 4096);
 	ASSERT_OK(tio_fence_signal(in, a, 0));
 	ASSERT_OK(tio_fence_wait(out, b, 5000000000LL, NULL));
-	ASSERT_OK(tio_cuda_stream_sync(cs));
+	ASSERT_OK(tio_gpu_stream_sync(cs));
 	dp = dptr_of(t);
-	ASSERT_OK(tio_cuda_copy_dtoh(cs, back, dp, sizeof(back)));
-	ASSERT_OK(tio_cuda_stream_sync(cs));
+	ASSERT_OK(tio_gpu_copy_dtoh(cs, back, dp, sizeof(back)));
+	ASSERT_OK(tio_gpu_stream_sync(cs));
 	EXPECT_EQ(0x22, back[0]);
 	EXPECT_EQ(0x22, back[15]);
 
 	/* An already signalled point does not stall; a future one is refused. */
-	ASSERT_OK(tio_cuda_stream_wait_fence(cs, in, a));
-	EXPECT_EQ(-1, tio_cuda_stream_wait_fence(cs, in, a + 5));
+	ASSERT_OK(tio_gpu_stream_wait_fence(cs, in, a));
+	EXPECT_EQ(-1, tio_gpu_stream_wait_fence(cs, in, a + 5));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	ASSERT_OK(tio_cuda_stream_sync(cs));
-	EXPECT_EQ(1, tio_cuda_stream_query(cs));
+	ASSERT_OK(tio_gpu_stream_sync(cs));
+	EXPECT_EQ(1, tio_gpu_stream_query(cs));
 
 	tio_object_decref(t);
 	tio_buffer_decref(buf);
-	tio_cuda_stream_destroy(cs);
+	tio_gpu_stream_destroy(cs);
 	/* Releasing the stream ends its seqno page registration. */
 	tio_stream_decref(in);
 	tio_stream_decref(out);
@@ -491,17 +499,17 @@ TEST_F(cuda, dmabuf)
 	FILE *f;
 
 	NEED_CUDA();
-	ASSERT_OK(tio_cuda_tensor_empty(0, 1, &shape, u8, &t));
-	EXPECT_EQ(-1, tio_cuda_export_dmabuf(0, dptr_of(t) + 1, 4096, &fd));
-	if (tio_cuda_device_supports(0, TIO_CUDA_CAP_DMABUF) != 1) {
+	ASSERT_OK(tio_gpu_tensor_empty(CUDA_DEV(0), 1, &shape, u8, &t));
+	EXPECT_EQ(-1, tio_gpu_export_dmabuf(CUDA_DEV(0), dptr_of(t) + 1, 4096, &fd));
+	if (tio_gpu_device_supports(CUDA_DEV(0), TIO_GPU_CAP_DMABUF) != 1) {
 		ASSERT_DEV_MSG(EOPNOTSUPP, "dma-buf");
 		tio_object_decref(t);
 		SKIP(return, "CUDA device 0 cannot export dma-bufs");
 	}
 	ASSERT_DEV_MSG(EINVAL, "page aligned");
-	EXPECT_EQ(-1, tio_cuda_export_dmabuf(0, dptr_of(t), 100, &fd));
+	EXPECT_EQ(-1, tio_gpu_export_dmabuf(CUDA_DEV(0), dptr_of(t), 100, &fd));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
-	ASSERT_OK(tio_cuda_export_dmabuf(0, dptr_of(t), (size_t)shape, &fd));
+	ASSERT_OK(tio_gpu_export_dmabuf(CUDA_DEV(0), dptr_of(t), (size_t)shape, &fd));
 	ASSERT_EQ(0, fstat(fd, &st));
 	EXPECT_NE(0, fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
@@ -515,11 +523,11 @@ TEST_F(cuda, dmabuf)
 	close(fd);
 
 	if (dev_is_kernel()) {
-		ASSERT_OK(tio_cuda_buffer_import(0, dptr_of(t), (size_t)shape, &b));
+		ASSERT_OK(tio_gpu_buffer_import(CUDA_DEV(0), dptr_of(t), (size_t)shape, &b));
 		EXPECT_EQ((size_t)shape, tio_buffer_size(b));
 		tio_buffer_decref(b);
 	} else {
-		EXPECT_EQ(-1, tio_cuda_buffer_import(0, dptr_of(t), (size_t)shape, &b));
+		EXPECT_EQ(-1, tio_gpu_buffer_import(CUDA_DEV(0), dptr_of(t), (size_t)shape, &b));
 		ASSERT_DEV_MSG(EOPNOTSUPP, "kernel backend");
 		EXPECT_EQ(NULL, b);
 	}

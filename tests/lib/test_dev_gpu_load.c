@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <tensorio/gpu.h>
-#include <tensorio/gpu_hip.h>
 #include <tensorio/pinned.h>
 #include <tensorio/safetensors.h>
 #include <tensorio/tensor.h>
@@ -68,7 +67,7 @@ FIXTURE_TEARDOWN(gl)
 	unlink(self->path);
 	tio_pinned_trim();
 	tio_error_clear();
-	EXPECT_EQ(0, tio_hip_debug_live());
+	EXPECT_EQ(0, tio_gpu_debug_live(kDLROCM));
 	EXPECT_EQ(0, tio_debug_live_handles());
 	EXPECT_EQ(self->objs, tio_debug_live_objects());
 }
@@ -95,7 +94,7 @@ TEST_F(gl, through_the_bounce_ring)
 	int i, bad = 0;
 	int64_t k;
 
-	if (tio_hip_init())
+	if (tio_gpu_init(kDLROCM))
 		SKIP(return, "fake HIP runtime not loaded: %s",
 		     tio_error_message(tio_error_peek_raised()));
 	memset(&o, 0, sizeof(o));
@@ -129,7 +128,7 @@ TEST_F(gl, cancelled_half_way_frees_everything)
 	struct tio_io_opts o;
 	tio_safetensors_t *st;
 
-	if (tio_hip_init())
+	if (tio_gpu_init(kDLROCM))
 		SKIP(return, "fake HIP runtime not loaded");
 	memset(&o, 0, sizeof(o));
 	o.chunk_size = 1 << 20;
@@ -138,7 +137,7 @@ TEST_F(gl, cancelled_half_way_frees_everything)
 	ASSERT_EQ(-1, tio_safetensors_load_device(self->path, dev, &o, &st));
 	ASSERT_DEV_ERR(ECANCELED, "CancelledError");
 	EXPECT_GT(p.total, p.last);
-	EXPECT_EQ(0, tio_hip_debug_live());
+	EXPECT_EQ(0, tio_gpu_debug_live(kDLROCM));
 }
 
 TEST_F(gl, no_cuda_and_bad_devices)

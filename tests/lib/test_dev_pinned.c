@@ -4,7 +4,10 @@
  * is pending is not handed out until it signals, the limit and trim free
  * what is cached, and nothing is left when trimmed.
  */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <tensorio/pinned.h>
 #include <tensorio/stream.h>
@@ -98,6 +101,47 @@ TEST_F(pin, limit_and_bad_sizes)
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
 	ASSERT_EQ(-1, tio_pinned_alloc((size_t)1 << 62, &a));
 	ASSERT_DEV_MSG(E2BIG, "largest buffer");
+}
+
+/* The VmFlags line of the mapping holding @addr, or "" when not found. */
+static void vm_flags(const void *addr, char *out, size_t len)
+{
+	unsigned long a = (unsigned long)addr, lo, hi;
+	char line[256];
+	int in = 0;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	out[0] = '\0';
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = a >= lo && a < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8)) {
+			snprintf(out, len, "%s", line);
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+/*
+ * Fresh memory of 2 MiB and more is aligned to 2 MiB and advised for huge
+ * pages: populating it is what a first load spends its CPU on.
+ */
+TEST_F(pin, large_misses_ask_for_huge_pages)
+{
+	tio_buffer_t *b;
+	char flags[256];
+
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", R_OK))
+		SKIP(return, "no transparent huge pages in this kernel");
+	tio_pinned_trim();
+	ASSERT_OK(tio_pinned_alloc(4 << 20, &b));
+	EXPECT_EQ(0, (uintptr_t)tio_buffer_data(b) % (2 << 20));
+	vm_flags(tio_buffer_data(b), flags, sizeof(flags));
+	EXPECT_NE(NULL, strstr(flags, " hg")) TH_LOG("%s", flags);
+	tio_buffer_decref(b);
+	tio_pinned_trim();
 }
 
 TEST_HARNESS_MAIN

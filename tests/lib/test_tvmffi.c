@@ -539,6 +539,7 @@ TEST(entry_types)
 	ASSERT_NE(NULL, ti);
 	EXPECT_EQ(2, ti->type_depth);
 	EXPECT_EQ(100, ti->type_ancestors[1]->type_index);
+	EXPECT_EQ(0x118a6d12b1608fd1ull, ti->type_key_hash);
 	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, 100, 1, 0, 0, -1));
 	ASSERT_RAISED("ValueError", "taken by 'test.tvmffi.Static'");
 	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&nope, 4000, 1, 0, 0, -1));
@@ -558,10 +559,14 @@ TEST(entry_types)
 	EXPECT_EQ(1, ti->type_depth);
 	EXPECT_EQ(0, memcmp(ti->type_key.data, "ffi.Tensor", 10));
 	EXPECT_EQ(kTVMFFIObject, ti->type_ancestors[0]->type_index);
+	/* TVM FFI's hashes (std::hash of the key, GNU libstdc++), 8n and 8n + k bytes. */
+	EXPECT_EQ(0xa0c01a8167c48cc0ull, ti->type_key_hash);
+	EXPECT_EQ(0x33a211b274fa0106ull, ti->type_ancestors[0]->type_key_hash);
 	EXPECT_EQ(ti, TVMFFIGetTypeInfo(kTVMFFITensor));	/* kept */
 	ti = TVMFFIGetTypeInfo(t);
 	ASSERT_NE(NULL, ti);
 	EXPECT_EQ(0, ti->num_fields);
+	EXPECT_EQ(0x8edd03dc5bf658c8ull, ti->type_key_hash);
 	ASSERT_EQ(0, tio_type_register_field(t, &fi));
 	ti = TVMFFIGetTypeInfo(t);
 	ASSERT_EQ(1, ti->num_fields);
@@ -689,11 +694,25 @@ TEST(entry_init_once)
 	ASSERT_NO_LEAKS();
 }
 
+/* The global @name called with the int @x: its int result, or INT64_MIN. */
+static int64_t call_global(const TVMFFIByteArray *name, int64_t x)
+{
+	TVMFFIAny arg = { .type_index = kTVMFFIInt, .v_int64 = x };
+	TVMFFIAny ret = { .type_index = kTVMFFINone };
+	TVMFFIObjectHandle g;
+
+	if (TVMFFIFunctionGetGlobal(name, &g) || !g)
+		return INT64_MIN;
+	if (TVMFFIFunctionCall(g, &arg, 1, &ret) || ret.type_index != kTVMFFIInt)
+		ret.v_int64 = INT64_MIN;
+	TVMFFIObjectDecRef(g);
+	return ret.v_int64;
+}
+
 TEST(entry_method_info_global)
 {
-	TVMFFIObjectHandle f, g;
 	TVMFFIMethodInfo mi = { .name = { "test.tvmffi.mi", 14 }, .doc = { "doc", 3 } };
-	TVMFFIAny arg = { .type_index = kTVMFFIInt, .v_int64 = 5 }, ret;
+	TVMFFIObjectHandle f;
 	static int two = 2;
 
 	ASSERT_EQ(0, TVMFFIFunctionCreate(&two, (TVMFFISafeCallType)add_self, NULL, &f));
@@ -703,11 +722,7 @@ TEST(entry_method_info_global)
 	EXPECT_EQ(-1, TVMFFIFunctionSetGlobalFromMethodInfo(&mi, 0));
 	ASSERT_RAISED("KeyError", "test.tvmffi.mi");
 	ASSERT_EQ(0, TVMFFIFunctionSetGlobalFromMethodInfo(&mi, 1));
-	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&mi.name, &g));
-	ret.type_index = kTVMFFINone;
-	ASSERT_EQ(0, TVMFFIFunctionCall(g, &arg, 1, &ret));
-	EXPECT_EQ(7, ret.v_int64);
-	TVMFFIObjectDecRef(g);
+	EXPECT_EQ(7, call_global(&mi.name, 5));
 	TVMFFIObjectDecRef(f);
 	EXPECT_EQ(0, tio_func_remove_global("test.tvmffi.mi"));
 
@@ -894,6 +909,32 @@ TEST(entry_system_lib_symbol)
 	ASSERT_RAISED("ValueError", "NULL");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_x", NULL));
 	ASSERT_RAISED("ValueError", "NULL");
+	ASSERT_NO_LEAKS();
+}
+
+TEST(entry_context_symbol)
+{
+	static int marker, other;
+	tio_object_t *m;
+	tio_any_t ret;
+
+	ASSERT_EQ(0, tio_module_load(FIX_TVM, &m));
+	ASSERT_EQ(0, call_named(m, "context", NULL, 0, &ret));
+	EXPECT_EQ(TIO_TYPE_NONE, ret.type_index);	/* not registered: left alone */
+	tio_object_decref(m);
+
+	ASSERT_EQ(0, TVMFFIEnvModRegisterContextSymbol("tvmtest_context", &other));
+	ASSERT_EQ(0, TVMFFIEnvModRegisterContextSymbol("tvmtest_context", &marker));
+	ASSERT_EQ(0, TVMFFIEnvModRegisterContextSymbol("tvmtest_absent", &other));
+	ASSERT_EQ(0, tio_module_load(FIX_TVM, &m));
+	ASSERT_EQ(0, call_named(m, "context", NULL, 0, &ret));
+	EXPECT_EQ(&marker, ret.v_ptr);
+	tio_object_decref(m);
+
+	EXPECT_EQ(-1, TVMFFIEnvModRegisterContextSymbol(NULL, &marker));
+	ASSERT_RAISED("ValueError", "name");
+	EXPECT_EQ(-1, tio_module_register_context_symbol("", &marker));
+	ASSERT_RAISED("ValueError", "name");
 	ASSERT_NO_LEAKS();
 }
 

@@ -158,6 +158,22 @@ TIO_API int tio_module_system_lib(tio_object_t **out);
  */
 TIO_API int tio_system_lib_register(const char *name, tio_safe_call_t call);
 
+/**
+ * tio_module_register_context_symbol() - have every module loaded from now
+ * on see a value in a variable of its own
+ * @name: the variable's symbol name (copied), a void * in the module
+ * @value: what tio_module_load() stores there, before the module's
+ *	__tvm_ffi__library_ctx
+ *
+ * TVM FFI's context symbols (TVMFFIEnvModRegisterContextSymbol): a module
+ * reaches what its environment provides without linking against it. A
+ * name registered again takes the new value; modules without the symbol
+ * are left alone.
+ *
+ * Return: 0, or -1 with an error raised (ValueError for no name).
+ */
+TIO_API int tio_module_register_context_symbol(const char *name, void *value);
+
 #ifdef __cplusplus
 }
 #endif

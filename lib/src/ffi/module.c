@@ -210,9 +210,69 @@ static struct module_obj *module_new(void *handle, char **names, size_t n)
 	return m;
 }
 
+/* Context symbols: names set to values in every library loaded after. */
+struct ctx_symbol {
+	char *name;
+	void *value;
+};
+
+static pthread_mutex_t ctxsym_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ctx_symbol *ctxsyms;	/* under ctxsym_lock */
+static size_t nctxsyms, ctxsyms_cap;
+
+int tio_module_register_context_symbol(const char *name, void *value)
+{
+	struct ctx_symbol *grown;
+	size_t i;
+	char *copy;
+
+	if (!name || !*name)
+		return tio_error_raise("ValueError", "context symbol name must be given");
+	pthread_mutex_lock(&ctxsym_lock);
+	for (i = 0; i < nctxsyms && strcmp(ctxsyms[i].name, name); i++)
+		;
+	if (i < nctxsyms) {
+		ctxsyms[i].value = value;
+		pthread_mutex_unlock(&ctxsym_lock);
+		return 0;
+	}
+	copy = strdup(name);
+	if (copy && nctxsyms == ctxsyms_cap) {
+		grown = realloc(ctxsyms, (ctxsyms_cap ? 2 * ctxsyms_cap : 8) * sizeof(*grown));
+		if (grown) {
+			ctxsyms = grown;
+			ctxsyms_cap = ctxsyms_cap ? 2 * ctxsyms_cap : 8;
+		}
+	}
+	if (!copy || nctxsyms == ctxsyms_cap) {
+		pthread_mutex_unlock(&ctxsym_lock);
+		free(copy);
+		return tio__oom();
+	}
+	ctxsyms[nctxsyms].name = copy;
+	ctxsyms[nctxsyms++].value = value;
+	pthread_mutex_unlock(&ctxsym_lock);
+	return 0;
+}
+
+/* The registered context symbols the library has (a void * each) are set. */
+static void set_context_symbols(void *handle)
+{
+	void **p;
+	size_t i;
+
+	pthread_mutex_lock(&ctxsym_lock);
+	for (i = 0; i < nctxsyms; i++) {
+		p = dlsym(handle, ctxsyms[i].name);
+		if (p)
+			*p = ctxsyms[i].value;
+	}
+	pthread_mutex_unlock(&ctxsym_lock);
+}
+
 /*
- * As TVM FFI does after dlopen: the library's context pointer is set to
- * its module (borrowed: the library lives as long as the module), and an
+ * As TVM FFI does after dlopen: the context symbols are set, the
+ * library's context pointer is set to its module (borrowed: the library lives as long as the module), and an
  * embedded module tree replaces the module by the tree's root.
  */
 static int module_link(struct module_obj *m, const char *path, const struct scan *sc,
@@ -222,6 +282,7 @@ static int module_link(struct module_obj *m, const char *path, const struct scan
 	const unsigned char *bin;
 	int r;
 
+	set_context_symbols(m->handle);
 	if (ctx)
 		*ctx = m;
 	if (!sc->has_bin) {

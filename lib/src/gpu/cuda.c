@@ -301,7 +301,6 @@ static void tio_cu_load(void)
 
 struct tio_gpu tio_gpu_cuda = {
 	.name = "CUDA",
-	.prefix = "cuda",
 	.nolib = "no CUDA driver",
 	.nodev = "no CUDA device",
 	.no_dmabuf = "driver or kernel module without DMA_BUF support",

@@ -2,8 +2,8 @@
 /*
  * GPUs, backend-neutral (tensorio/gpu.h): what CUDA and HIP share, driven
  * by a vendor's struct tio_gpu (gpu_internal.h: the operations table and
- * the locking rules). The public tio_cuda_* and tio_hip_* entry points are
- * generated at the end of this file.
+ * the locking rules). The public tio_gpu_* entry points at the end of this
+ * file pick the vendor from the DLDevice's type.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -18,7 +18,6 @@
 
 #include <tensorio/error.h>
 #include <tensorio/gpu.h>
-#include <tensorio/gpu_hip.h>
 #include <tensorio/tensor.h>
 
 #include "dev/dev_internal.h"
@@ -26,17 +25,7 @@
 
 #define TIO_GPU_MAX_NDIM 64
 
-enum {
-	TIO_GPU_CAP_WAIT_VALUE64 = TIO_CUDA_CAP_WAIT_VALUE64,
-	TIO_GPU_CAP_READONLY_REGISTER = TIO_CUDA_CAP_READONLY_REGISTER,
-	TIO_GPU_CAP_DMABUF = TIO_CUDA_CAP_DMABUF,
-};
-_Static_assert(TIO_HIP_CAP_WAIT_VALUE64 == TIO_GPU_CAP_WAIT_VALUE64 &&
-	       TIO_HIP_CAP_READONLY_REGISTER == TIO_GPU_CAP_READONLY_REGISTER &&
-	       TIO_HIP_CAP_DMABUF == TIO_GPU_CAP_DMABUF,
-	       "CUDA and HIP capabilities share their values");
-
-/* A stream of the vendor's; tio_cuda_stream_t and tio_hip_stream_t. */
+/* A stream of a vendor's (tio_gpu_stream_t). */
 struct tio_gpu_stream {
 	struct tio_gpu *g;
 	int device;
@@ -250,7 +239,7 @@ static void tio_gpu_drain(struct tio_gpu *g)
 	}
 }
 
-static int tio_gpu_device_count(struct tio_gpu *g, int *count)
+static int core_device_count(struct tio_gpu *g, int *count)
 {
 	if (tio_gpu_ready(g))
 		return -1;
@@ -258,7 +247,7 @@ static int tio_gpu_device_count(struct tio_gpu *g, int *count)
 	return 0;
 }
 
-static int tio_gpu_driver_version(struct tio_gpu *g, int *version)
+static int core_driver_version(struct tio_gpu *g, int *version)
 {
 	if (tio_gpu_ready(g))
 		return -1;
@@ -266,7 +255,7 @@ static int tio_gpu_driver_version(struct tio_gpu *g, int *version)
 	return 0;
 }
 
-static int tio_gpu_device_name(struct tio_gpu *g, int device, char *name, size_t len)
+static int core_device_name(struct tio_gpu *g, int device, char *name, size_t len)
 {
 	struct tio_gpu_dev *d = tio_gpu_device(g, device);
 	int r;
@@ -274,15 +263,15 @@ static int tio_gpu_device_name(struct tio_gpu *g, int device, char *name, size_t
 	if (!d)
 		return -1;
 	if (!name || !len || len > INT32_MAX)
-		return tio_raise_errno(EINVAL, "tio_%s_device_name: no room for the name",
-				       g->prefix);
+		return tio_raise_errno(EINVAL, "tio_gpu_device_name (%s): no room for the name",
+				       g->name);
 	r = g->ops->name(d, name, (int)len);
 	if (r)
 		return tio_gpu_raise(g, r, "%s(%d)", g->calls[TIO_GPU_NAME], device);
 	return 0;
 }
 
-static int tio_gpu_device_supports(struct tio_gpu *g, int device, int cap)
+static int core_device_supports(struct tio_gpu *g, int device, int cap)
 {
 	struct tio_gpu_dev *d = tio_gpu_device(g, device);
 
@@ -317,9 +306,9 @@ static void tio_gpu_mem_delete(DLManagedTensorVersioned *mt)
 	tio_gpu_live_add(g, -1);
 }
 
-static int tio_gpu_tensor_empty(struct tio_gpu *g, int device, int32_t ndim,
-				const int64_t *shape, DLDataType dtype,
-				tio_object_t **out)
+static int core_tensor_empty(struct tio_gpu *g, int device, int32_t ndim,
+			     const int64_t *shape, DLDataType dtype,
+			     tio_object_t **out)
 {
 	struct tio_gpu_dev *d = tio_gpu_device(g, device);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -386,8 +375,8 @@ err_free:
 
 /* Streams. */
 
-static int tio_gpu_stream_create(struct tio_gpu *g, int device,
-				 struct tio_gpu_stream **out)
+static int core_stream_create(struct tio_gpu *g, int device,
+			      struct tio_gpu_stream **out)
 {
 	struct tio_gpu_dev *d = tio_gpu_device(g, device);
 	struct tio_gpu_stream *cs;
@@ -419,7 +408,7 @@ err_free:
 	return -1;
 }
 
-static void tio_gpu_stream_destroy(struct tio_gpu_stream *cs)
+void tio_gpu_stream_destroy(struct tio_gpu_stream *cs)
 {
 	struct tio_gpu *g;
 	uintptr_t saved;
@@ -438,7 +427,7 @@ static void tio_gpu_stream_destroy(struct tio_gpu_stream *cs)
 	tio_gpu_drain(g);
 }
 
-static int tio_gpu_stream_query(struct tio_gpu_stream *cs)
+int tio_gpu_stream_query(struct tio_gpu_stream *cs)
 {
 	struct tio_gpu *g = cs->g;
 	uintptr_t saved;
@@ -456,7 +445,7 @@ static int tio_gpu_stream_query(struct tio_gpu_stream *cs)
 	return 1;
 }
 
-static int tio_gpu_stream_sync(struct tio_gpu_stream *cs)
+int tio_gpu_stream_sync(struct tio_gpu_stream *cs)
 {
 	struct tio_gpu *g = cs->g;
 	uintptr_t saved;
@@ -498,8 +487,8 @@ static int tio_gpu_copy(struct tio_gpu_stream *cs, int to_device, uint64_t dptr,
 	return 0;
 }
 
-static int tio_gpu_tensor_copy(struct tio_gpu_stream *cs, tio_object_t *dst,
-			       tio_object_t *src)
+int tio_gpu_tensor_copy(struct tio_gpu_stream *cs, tio_object_t *dst,
+			tio_object_t *src)
 {
 	int type = cs->g->dl_type;
 	DLTensor *d, *s;
@@ -574,7 +563,7 @@ static void tio_gpu_buffer_release(void *obj)
 	buf->gpu_unregister = NULL;
 }
 
-static int tio_gpu_buffer_register(struct tio_gpu *g, tio_buffer_t *buf)
+static int core_buffer_register(struct tio_gpu *g, tio_buffer_t *buf)
 {
 	struct tio_gpu_dev *d = tio_gpu_device(g, 0);
 	struct tio_gpu_reg *reg, *prev;
@@ -622,7 +611,7 @@ err_unlock:
 	return -1;
 }
 
-static int tio_gpu_buffer_unregister(struct tio_gpu *g, tio_buffer_t *buf)
+static int core_buffer_unregister(struct tio_gpu *g, tio_buffer_t *buf)
 {
 	struct tio_gpu_reg *reg, *prev;
 
@@ -647,8 +636,8 @@ static int tio_gpu_buffer_unregister(struct tio_gpu *g, tio_buffer_t *buf)
 	return 0;
 }
 
-static int tio_gpu_buffer_device_ptr(struct tio_gpu *g, tio_buffer_t *buf,
-				     int device, uint64_t *dptr)
+static int core_buffer_device_ptr(struct tio_gpu *g, tio_buffer_t *buf,
+				  int device, uint64_t *dptr)
 {
 	struct tio_gpu_dev *d = tio_gpu_device(g, device);
 	struct tio_gpu_reg *reg, *prev;
@@ -718,8 +707,8 @@ void tio_gpu_signal_run(void *data, int error)
 	pthread_mutex_unlock(&g->done_lock);
 }
 
-static int tio_gpu_stream_signal_fence(struct tio_gpu_stream *cs, tio_stream_t *s,
-				       uint64_t seqno)
+int tio_gpu_stream_signal_fence(struct tio_gpu_stream *cs, tio_stream_t *s,
+				uint64_t seqno)
 {
 	struct tio_gpu *g = cs->g;
 	struct tio_gpu_signal *sig;
@@ -757,8 +746,8 @@ err_free:
 	return -1;
 }
 
-static int tio_gpu_stream_record_fence(struct tio_gpu_stream *cs, tio_stream_t *s,
-				       uint64_t *seqno)
+int tio_gpu_stream_record_fence(struct tio_gpu_stream *cs, tio_stream_t *s,
+				uint64_t *seqno)
 {
 	uint64_t n;
 
@@ -869,8 +858,8 @@ err_unlock:
 	return -1;
 }
 
-static int tio_gpu_stream_wait_fence(struct tio_gpu_stream *cs, tio_stream_t *s,
-				     uint64_t seqno)
+int tio_gpu_stream_wait_fence(struct tio_gpu_stream *cs, tio_stream_t *s,
+			      uint64_t seqno)
 {
 	struct tio_gpu *g = cs->g;
 	struct tio_gpu_dev *d;
@@ -907,8 +896,8 @@ static int tio_gpu_stream_wait_fence(struct tio_gpu_stream *cs, tio_stream_t *s,
 
 /* dma-buf. */
 
-static int tio_gpu_export_dmabuf(struct tio_gpu *g, int device, uint64_t dptr,
-				 size_t size, int *fd)
+static int core_export_dmabuf(struct tio_gpu *g, int device, uint64_t dptr,
+			      size_t size, int *fd)
 {
 	struct tio_gpu_dev *d = tio_gpu_device(g, device);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -936,8 +925,8 @@ static int tio_gpu_export_dmabuf(struct tio_gpu *g, int device, uint64_t dptr,
 	return 0;
 }
 
-static int tio_gpu_buffer_import(struct tio_gpu *g, int device, uint64_t dptr,
-				 size_t size, tio_buffer_t **out)
+static int core_buffer_import(struct tio_gpu *g, int device, uint64_t dptr,
+			      size_t size, tio_buffer_t **out)
 {
 	int fd, ret, backend;
 
@@ -950,86 +939,148 @@ static int tio_gpu_buffer_import(struct tio_gpu *g, int device, uint64_t dptr,
 		return tio_raise_errno(EOPNOTSUPP,
 			"importing GPU memory needs the kernel backend (the %s backend maps what it imports)",
 			tio_backend_name());
-	if (tio_gpu_export_dmabuf(g, device, dptr, size, &fd))
+	if (core_export_dmabuf(g, device, dptr, size, &fd))
 		return -1;
 	ret = tio_buffer_import(fd, out);
 	close(fd);
 	return ret;
 }
 
-/*
- * The public API of vendor @v (cuda, hip) over descriptor @G: the same
- * functions, documented in tensorio/gpu.h and tensorio/gpu_hip.h. Its
- * stream type is a struct tio_gpu_stream.
- */
-#define TIO_GPU_API(v, G)						\
-struct tio_##v##_stream { struct tio_gpu_stream gs; };			\
-int tio_##v##_init(void)						\
-{ return tio_gpu_ready(G); }						\
-int tio_##v##_device_count(int *count)					\
-{ return tio_gpu_device_count(G, count); }				\
-int tio_##v##_driver_version(int *version)				\
-{ return tio_gpu_driver_version(G, version); }				\
-int tio_##v##_device_name(int device, char *name, size_t len)		\
-{ return tio_gpu_device_name(G, device, name, len); }			\
-int tio_##v##_device_supports(int device, int cap)			\
-{ return tio_gpu_device_supports(G, device, cap); }			\
-int tio_##v##_tensor_empty(int device, int32_t ndim,			\
-			   const int64_t *shape, DLDataType dtype,	\
-			   tio_object_t **out)				\
-{ return tio_gpu_tensor_empty(G, device, ndim, shape, dtype, out); }	\
-int tio_##v##_stream_create(int device, tio_##v##_stream_t **out)	\
-{									\
-	struct tio_gpu_stream *gs;					\
-									\
-	if (tio_gpu_stream_create(G, device, &gs))			\
-		return -1;						\
-	*out = (tio_##v##_stream_t *)gs;				\
-	return 0;							\
-}									\
-void tio_##v##_stream_destroy(tio_##v##_stream_t *cs)			\
-{ tio_gpu_stream_destroy(cs ? &cs->gs : NULL); }			\
-void *tio_##v##_stream_handle(const tio_##v##_stream_t *cs)		\
-{ return cs->gs.st; }							\
-int tio_##v##_stream_device(const tio_##v##_stream_t *cs)		\
-{ return cs->gs.device; }						\
-int tio_##v##_stream_query(tio_##v##_stream_t *cs)			\
-{ return tio_gpu_stream_query(&cs->gs); }				\
-int tio_##v##_stream_sync(tio_##v##_stream_t *cs)			\
-{ return tio_gpu_stream_sync(&cs->gs); }				\
-int tio_##v##_copy_htod(tio_##v##_stream_t *cs, uint64_t dst,		\
-			const void *src, size_t size)			\
-{ return tio_gpu_copy(&cs->gs, 1, dst, (void *)(uintptr_t)src, size); } \
-int tio_##v##_copy_dtoh(tio_##v##_stream_t *cs, void *dst,		\
-			uint64_t src, size_t size)			\
-{ return tio_gpu_copy(&cs->gs, 0, src, dst, size); }			\
-int tio_##v##_tensor_copy(tio_##v##_stream_t *cs, tio_object_t *dst,	\
-			  tio_object_t *src)				\
-{ return tio_gpu_tensor_copy(&cs->gs, dst, src); }			\
-int tio_##v##_buffer_register(tio_buffer_t *buf)			\
-{ return tio_gpu_buffer_register(G, buf); }				\
-int tio_##v##_buffer_unregister(tio_buffer_t *buf)			\
-{ return tio_gpu_buffer_unregister(G, buf); }				\
-int tio_##v##_buffer_device_ptr(tio_buffer_t *buf, int device,		\
-				uint64_t *dptr)				\
-{ return tio_gpu_buffer_device_ptr(G, buf, device, dptr); }		\
-int tio_##v##_stream_signal_fence(tio_##v##_stream_t *cs,		\
-				  tio_stream_t *s, uint64_t seqno)	\
-{ return tio_gpu_stream_signal_fence(&cs->gs, s, seqno); }		\
-int tio_##v##_stream_record_fence(tio_##v##_stream_t *cs,		\
-				  tio_stream_t *s, uint64_t *seqno)	\
-{ return tio_gpu_stream_record_fence(&cs->gs, s, seqno); }		\
-int tio_##v##_stream_wait_fence(tio_##v##_stream_t *cs,		\
-				tio_stream_t *s, uint64_t seqno)	\
-{ return tio_gpu_stream_wait_fence(&cs->gs, s, seqno); }		\
-int tio_##v##_export_dmabuf(int device, uint64_t dptr, size_t size,	\
-			    int *fd)					\
-{ return tio_gpu_export_dmabuf(G, device, dptr, size, fd); }		\
-int tio_##v##_buffer_import(int device, uint64_t dptr, size_t size,	\
-			    tio_buffer_t **out)				\
-{ return tio_gpu_buffer_import(G, device, dptr, size, out); }		\
-int64_t tio_##v##_debug_live(void)					\
-{ return __atomic_load_n(&(G)->live, __ATOMIC_RELAXED); }
 
-TIO_GPU_API(cuda, &tio_gpu_cuda)
-TIO_GPU_API(hip, &tio_gpu_hip)
+/*
+ * The public API (tensorio/gpu.h): the vendor is the one of the DLPack
+ * device type; everything else is the core's.
+ */
+static struct tio_gpu *const tio_gpu_vendors[] = {
+	[kDLCUDA] = &tio_gpu_cuda,
+	[kDLROCM] = &tio_gpu_hip,
+};
+
+static struct tio_gpu *tio_gpu_vendor(DLDeviceType type)
+{
+	if ((unsigned int)type < sizeof(tio_gpu_vendors) / sizeof(tio_gpu_vendors[0]) &&
+	    tio_gpu_vendors[type])
+		return tio_gpu_vendors[type];
+	tio_raise_errno(EINVAL, "device type %d is not a GPU (kDLCUDA %d or kDLROCM %d)",
+			(int)type, (int)kDLCUDA, (int)kDLROCM);
+	return NULL;
+}
+
+int tio_gpu_init(DLDeviceType type)
+{
+	struct tio_gpu *g = tio_gpu_vendor(type);
+
+	return g ? tio_gpu_ready(g) : -1;
+}
+
+int tio_gpu_device_count(DLDeviceType type, int *count)
+{
+	struct tio_gpu *g = tio_gpu_vendor(type);
+
+	return g ? core_device_count(g, count) : -1;
+}
+
+int tio_gpu_driver_version(DLDeviceType type, int *version)
+{
+	struct tio_gpu *g = tio_gpu_vendor(type);
+
+	return g ? core_driver_version(g, version) : -1;
+}
+
+int tio_gpu_device_name(DLDevice dev, char *name, size_t len)
+{
+	struct tio_gpu *g = tio_gpu_vendor(dev.device_type);
+
+	return g ? core_device_name(g, dev.device_id, name, len) : -1;
+}
+
+int tio_gpu_device_supports(DLDevice dev, int cap)
+{
+	struct tio_gpu *g = tio_gpu_vendor(dev.device_type);
+
+	return g ? core_device_supports(g, dev.device_id, cap) : -1;
+}
+
+int tio_gpu_tensor_empty(DLDevice dev, int32_t ndim, const int64_t *shape,
+			 DLDataType dtype, tio_object_t **out)
+{
+	struct tio_gpu *g = tio_gpu_vendor(dev.device_type);
+
+	return g ? core_tensor_empty(g, dev.device_id, ndim, shape, dtype, out) : -1;
+}
+
+int tio_gpu_stream_create(DLDevice dev, tio_gpu_stream_t **out)
+{
+	struct tio_gpu *g = tio_gpu_vendor(dev.device_type);
+
+	return g ? core_stream_create(g, dev.device_id, out) : -1;
+}
+
+
+void *tio_gpu_stream_handle(const tio_gpu_stream_t *gs)
+{
+	return gs->st;
+}
+
+DLDevice tio_gpu_stream_device(const tio_gpu_stream_t *gs)
+{
+	return (DLDevice){ gs->g->dl_type, gs->device };
+}
+
+
+
+int tio_gpu_copy_htod(tio_gpu_stream_t *gs, uint64_t dst, const void *src, size_t size)
+{
+	return tio_gpu_copy(gs, 1, dst, (void *)(uintptr_t)src, size);
+}
+
+int tio_gpu_copy_dtoh(tio_gpu_stream_t *gs, void *dst, uint64_t src, size_t size)
+{
+	return tio_gpu_copy(gs, 0, src, dst, size);
+}
+
+
+int tio_gpu_buffer_register(DLDeviceType type, tio_buffer_t *buf)
+{
+	struct tio_gpu *g = tio_gpu_vendor(type);
+
+	return g ? core_buffer_register(g, buf) : -1;
+}
+
+int tio_gpu_buffer_unregister(DLDeviceType type, tio_buffer_t *buf)
+{
+	struct tio_gpu *g = tio_gpu_vendor(type);
+
+	return g ? core_buffer_unregister(g, buf) : -1;
+}
+
+int tio_gpu_buffer_device_ptr(tio_buffer_t *buf, DLDevice dev, uint64_t *dptr)
+{
+	struct tio_gpu *g = tio_gpu_vendor(dev.device_type);
+
+	return g ? core_buffer_device_ptr(g, buf, dev.device_id, dptr) : -1;
+}
+
+
+
+
+int tio_gpu_export_dmabuf(DLDevice dev, uint64_t dptr, size_t size, int *fd)
+{
+	struct tio_gpu *g = tio_gpu_vendor(dev.device_type);
+
+	return g ? core_export_dmabuf(g, dev.device_id, dptr, size, fd) : -1;
+}
+
+int tio_gpu_buffer_import(DLDevice dev, uint64_t dptr, size_t size, tio_buffer_t **out)
+{
+	struct tio_gpu *g = tio_gpu_vendor(dev.device_type);
+
+	return g ? core_buffer_import(g, dev.device_id, dptr, size, out) : -1;
+}
+
+int64_t tio_gpu_debug_live(DLDeviceType type)
+{
+	struct tio_gpu *g = tio_gpu_vendor(type);
+
+	return g ? __atomic_load_n(&g->live, __ATOMIC_RELAXED) : -1;
+}

@@ -9,9 +9,9 @@
  * does everything else, once for all vendors: device bookkeeping, device
  * tensors and their deleters, streams, copies, host registration of
  * tensorio buffers and seqno words, fence bridging, dma-buf import, error
- * messages and errno mapping, live counters. The public tio_cuda_* and
- * tio_hip_* functions are generated in gpu_core.c over the two
- * descriptors, tio_gpu_cuda and tio_gpu_hip.
+ * messages and errno mapping, live counters. The public tio_gpu_*
+ * functions (gpu_core.c) pick a vendor's descriptor, tio_gpu_cuda or
+ * tio_gpu_hip, by the DLDevice's type.
  *
  * Locking (per vendor, in struct tio_gpu):
  * - @once loads the library once; what @load fills (the vendor's table,
@@ -119,7 +119,6 @@ struct tio_gpu_signal;
 /**
  * struct tio_gpu - one vendor
  * @name: "CUDA", "HIP": in messages
- * @prefix: "cuda", "hip": the API's, in messages
  * @nolib: the message prefix of a missing library ("no CUDA driver")
  * @nodev: the message prefix of a missing device ("no CUDA device")
  * @no_dmabuf: why a device cannot export dma-bufs
@@ -143,7 +142,6 @@ struct tio_gpu_signal;
  */
 struct tio_gpu {
 	const char *name;
-	const char *prefix;
 	const char *nolib;
 	const char *nodev;
 	const char *no_dmabuf;

@@ -6,8 +6,8 @@
  * (one GPU stream per buffer, so a buffer is reused once its own copies are
  * done). Nothing but the ring is staged in host memory.
  *
- * The GPU is reached through the public tio_cuda_* / tio_hip_* calls, so
- * this file is the same for both vendors and for any library behind them.
+ * The GPU is reached through the public tio_gpu_* calls, so this file is
+ * the same for every vendor and for any library behind them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +15,6 @@
 
 #include <tensorio/error.h>
 #include <tensorio/gpu.h>
-#include <tensorio/gpu_hip.h>
 #include <tensorio/pinned.h>
 #include <tensorio/tensor.h>
 
@@ -23,45 +22,10 @@
 
 #define SD_SLOTS 4
 
-struct sd_vendor {
-	int (*tensor_empty)(int device, int32_t ndim, const int64_t *shape,
-			    DLDataType dtype, tio_object_t **out);
-	int (*stream_create)(int device, void **out);
-	void (*stream_destroy)(void *s);
-	int (*stream_sync)(void *s);
-	int (*htod)(void *s, uint64_t dst, const void *src, size_t size);
-	int (*reg)(tio_buffer_t *buf);
-};
-
-#define SD_VENDOR(v)							\
-static int sd_##v##_create(int device, void **out)			\
-{									\
-	return tio_##v##_stream_create(device, (tio_##v##_stream_t **)out); \
-}									\
-static void sd_##v##_destroy(void *s)					\
-{									\
-	tio_##v##_stream_destroy(s);					\
-}									\
-static int sd_##v##_sync(void *s)					\
-{									\
-	return tio_##v##_stream_sync(s);				\
-}									\
-static int sd_##v##_htod(void *s, uint64_t dst, const void *src, size_t n) \
-{									\
-	return tio_##v##_copy_htod(s, dst, src, n);			\
-}									\
-static const struct sd_vendor sd_##v = {				\
-	tio_##v##_tensor_empty, sd_##v##_create, sd_##v##_destroy,	\
-	sd_##v##_sync, sd_##v##_htod, tio_##v##_buffer_register		\
-};
-
-SD_VENDOR(cuda)
-SD_VENDOR(hip)
-
 struct sd_slot {
 	tio_buffer_t *buf;
 	char *mem;
-	void *stream;
+	tio_gpu_stream_t *stream;
 	int busy;
 };
 
@@ -80,7 +44,7 @@ static int sd_on_progress(void *arg, uint64_t done, uint64_t total)
 }
 
 struct sd_load {
-	const struct sd_vendor *v;
+	DLDevice dev;
 	struct tio_safetensors *st;
 	struct sd_slot slot[SD_SLOTS];
 	uint64_t piece;
@@ -100,8 +64,8 @@ static int sd_copy(struct sd_load *l, int shard, uint64_t off, uint64_t len,
 		uint64_t b = ds + e->end < off + len ? ds + e->end : off + len;
 		uint64_t dptr = (uintptr_t)tio_tensor_dl(st->dev[l->cursor])->data;
 
-		if (a < b && l->v->htod(s->stream, dptr + (a - ds - e->begin),
-					s->mem + (a - off), b - a))
+		if (a < b && tio_gpu_copy_htod(s->stream, dptr + (a - ds - e->begin),
+				      s->mem + (a - off), b - a))
 			return -1;
 		if (ds + e->end > off + len)
 			break;	/* continues in the next piece */
@@ -132,7 +96,7 @@ static int sd_shard(struct sd_load *l, int shard, struct tio_io_opts *o,
 	for (off = 0; off < sh->size && !ret; off += l->piece, (*j)++) {
 		struct sd_slot *s = &l->slot[*j % SD_SLOTS];
 
-		if (s->busy && l->v->stream_sync(s->stream)) {	/* its copies are done */
+		if (s->busy && tio_gpu_stream_sync(s->stream)) {	/* its copies are done */
 			ret = -1;
 			break;
 		}
@@ -153,7 +117,7 @@ static int sd_shard(struct sd_load *l, int shard, struct tio_io_opts *o,
 	return ret;
 }
 
-static int sd_tensors(struct sd_load *l, int device)
+static int sd_tensors(struct sd_load *l)
 {
 	struct tio_safetensors *st = l->st;
 	int64_t i, shape[TIO_MAX_NDIM];
@@ -168,13 +132,13 @@ static int sd_tensors(struct sd_load *l, int device)
 
 		for (d = 0; d < e->desc.ndim; d++)
 			shape[d] = e->desc.shape[d];
-		if (l->v->tensor_empty(device, e->desc.ndim, shape, dt, &st->dev[i]))
+		if (tio_gpu_tensor_empty(l->dev, e->desc.ndim, shape, dt, &st->dev[i]))
 			return -1;
 	}
 	return 0;
 }
 
-static int sd_ring(struct sd_load *l, int device, uint64_t total)
+static int sd_ring(struct sd_load *l, uint64_t total)
 {
 	int i;
 
@@ -188,10 +152,10 @@ static int sd_ring(struct sd_load *l, int device, uint64_t total)
 
 		if (tio_pinned_alloc(l->piece + 4096, &s->buf) ||
 		    !(s->mem = tio_buffer_data(s->buf)) ||
-		    l->v->stream_create(device, &s->stream))
+		    tio_gpu_stream_create(l->dev, &s->stream))
 			return -1;
 		/* A cached bounce buffer may still be registered. */
-		if (l->v->reg(s->buf) && tio_errno() != EEXIST)
+		if (tio_gpu_buffer_register(l->dev.device_type, s->buf) && tio_errno() != EEXIST)
 			return -1;
 		tio_error_clear();
 	}
@@ -207,8 +171,8 @@ static void sd_ring_free(struct sd_load *l)
 
 		if (s->stream) {
 			/* Copies still reading the buffer must end first. */
-			l->v->stream_sync(s->stream);
-			l->v->stream_destroy(s->stream);
+			tio_gpu_stream_sync(s->stream);
+			tio_gpu_stream_destroy(s->stream);
 		}
 		tio_buffer_decref(s->buf);
 	}
@@ -226,11 +190,8 @@ int tio_safetensors_load_device(const char *path, DLDevice device,
 	memset(&l, 0, sizeof(l));
 	if (!path || !out)
 		return tio_raise_errno(EINVAL, "tio_safetensors_load_device: NULL path or out");
-	if (device.device_type == kDLCUDA)
-		l.v = &sd_cuda;
-	else if (device.device_type == kDLROCM)
-		l.v = &sd_hip;
-	else
+	l.dev = device;
+	if (device.device_type != kDLCUDA && device.device_type != kDLROCM)
 		return tio_raise_errno(EINVAL, "tio_safetensors_load_device: device type %d is "
 				       "neither CUDA (%d) nor ROCm (%d)", device.device_type,
 				       kDLCUDA, kDLROCM);
@@ -245,13 +206,13 @@ int tio_safetensors_load_device(const char *path, DLDevice device,
 		pr.total += l.st->sh[i].size;
 	}
 	if ((map && tio_st_check_map(path, l.st, map)) ||
-	    sd_tensors(&l, device.device_id) || sd_ring(&l, device.device_id, pr.total))
+	    sd_tensors(&l) || sd_ring(&l, pr.total))
 		goto out;
 	for (i = 0; i < l.st->nsh; i++)
 		if (sd_shard(&l, i, opts, &pr, &j))
 			goto out;
 	for (i = 0; i < SD_SLOTS; i++)
-		if (l.slot[i].busy && l.v->stream_sync(l.slot[i].stream))
+		if (l.slot[i].busy && tio_gpu_stream_sync(l.slot[i].stream))
 			goto out;
 	ret = 0;
 out:
