@@ -486,11 +486,30 @@ static int st_run(struct bench_run *run, uint64_t n)
  * fio-best: fio's best configuration on a cold file of safetensors/medium's
  * size, over engines (io_uring with and without registered buffers, libaio,
  * psync), depths 1-32, blocks of 1-16 MiB and 1 or 2 jobs, O_DIRECT (so the
- * page cache plays no part); found once in setup, then repeated. Its own
+ * page cache plays no part); found once in setup (the three fastest of one
+ * sample each run twice more, the best mean wins), then repeated. Its own
  * reported bandwidth.
  */
 static char fio_best_note[160];
 static struct fio_cfg fio_best_cfg;
+
+/* Keep @c among the three fastest so far (@ns: 0 for an empty place). */
+static void fio_keep_top(struct fio_cfg *top, double *ns, const struct fio_cfg *c, double t)
+{
+	int i, k;
+
+	for (i = 0; i < 3; i++)
+		if (!ns[i] || t < ns[i])
+			break;
+	if (i == 3)
+		return;
+	for (k = 2; k > i; k--) {
+		top[k] = top[k - 1];
+		ns[k] = ns[k - 1];
+	}
+	top[i] = *c;
+	ns[i] = t;
+}
 
 static int fio_best_setup(struct bench_run *run)
 {
@@ -499,8 +518,9 @@ static int fio_best_setup(struct bench_run *run)
 	static const char *const sizes[] = { "1M", "4M", "16M" };
 	static const int depths[] = { 1, 8, 32 };
 	struct istate *s;
-	double ns, best = 0;
-	unsigned int e, b, d, j, tried = 0;
+	struct fio_cfg top[3];
+	double ns, topns[3] = { 0, 0, 0 }, sum, best = 0;
+	unsigned int e, b, d, j, k, tried = 0;
 	int err;
 
 	if (access("/usr/bin/fio", X_OK))
@@ -522,11 +542,21 @@ static int fio_best_setup(struct bench_run *run)
 					if (run_fio_cfg(run, s->path, s->size, &c, &ns))
 						continue;
 					tried++;
-					if (!best || ns < best) {
-						best = ns;
-						fio_best_cfg = c;
-					}
+					fio_keep_top(top, topns, &c, ns);
 				}
+	/*
+	 * One sample each picks by luck on a busy machine: the three fastest
+	 * run twice more, and the best mean of three wins.
+	 */
+	for (k = 0; k < 3 && topns[k]; k++) {
+		sum = topns[k];
+		for (j = 0; j < 2; j++)
+			sum += run_fio_cfg(run, s->path, s->size, &top[k], &ns) ? 1e18 : ns;
+		if (!best || sum < best) {
+			best = sum;
+			fio_best_cfg = top[k];
+		}
+	}
 	if (!tried)
 		return bench_skip(run, "fio --direct=1 failed in every configuration "
 				  "(O_DIRECT refused here?)");

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * tioctl stat: the driver's debugfs counters, module-wide, per open file
- * and per command; --watch N refreshes every N seconds.
+ * (with its process' pinned and locked memory, where the library's pinned
+ * cache shows too) and per command; --watch N refreshes every N seconds.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -52,6 +53,55 @@ static int print_commands(struct json_object *arr)
 	return 0;
 }
 
+/* A "Name:  N kB" field of /proc/PID/status, in bytes (0 when absent). */
+static unsigned long long status_kb(const char *path, const char *name)
+{
+	unsigned long long kb = 0;
+	size_t n = strlen(name);
+	char line[128];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, n) && line[n] == ':' &&
+		    sscanf(line + n + 1, "%llu", &kb) == 1)
+			break;
+	fclose(f);
+	return kb << 10;
+}
+
+/*
+ * The memory the file's process holds pinned (the driver charges buffers
+ * and pinned user memory, the library's pinned cache included, to its
+ * pinned_vm) and locked: /proc/PID/status VmPin and VmLck, process-wide.
+ */
+static void print_pinned(const char *stats, struct json_object *file)
+{
+	char line[128], path[64];
+	unsigned long long pin, lck;
+	FILE *f = fopen(stats, "re");
+	int pid = 0;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && sscanf(line, "pid %d", &pid) != 1)
+		;
+	fclose(f);
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	pin = status_kb(path, "VmPin");
+	lck = status_kb(path, "VmLck");
+	if (file) {
+		json_object_object_add(file, "pinned_vm_bytes", json_object_new_uint64(pin));
+		json_object_object_add(file, "locked_vm_bytes", json_object_new_uint64(lck));
+	} else {
+		printf("  %-20s %llu\n  %-20s %llu\n", "pinned_vm_bytes", pin,
+		       "locked_vm_bytes", lck);
+	}
+}
+
 static int print_files(struct json_object *arr)
 {
 	char path[512];
@@ -73,7 +123,9 @@ static int print_files(struct json_object *arr)
 		} else {
 			printf("\nfile %s\n", de->d_name);
 		}
-		tioctl_read_kv(path, file, "  ");	/* closed meanwhile: no stats */
+		/* Closed meanwhile: no stats. */
+		if (!tioctl_read_kv(path, file, "  "))
+			print_pinned(path, file);
 	}
 	closedir(d);
 	return 0;

@@ -17,7 +17,7 @@ int tvmffi__cname(struct cname *c, const TVMFFIByteArray *b)
 {
 	if (!b || (!b->data && b->size))
 		return tio_error_raise("ValueError", "NULL byte array");
-	if (memchr(b->data, 0, b->size))
+	if (b->size && memchr(b->data, 0, b->size))
 		return tio_error_raise("ValueError", "name holds a NUL byte");
 	c->s = b->size < sizeof(c->buf) ? c->buf : malloc(b->size + 1);
 	if (!c->s)

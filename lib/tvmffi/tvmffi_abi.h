@@ -158,6 +158,7 @@ enum {
 	kTVMFFIFieldFlagBitMaskWritable = 1 << 0,
 	kTVMFFIFieldFlagBitMaskHasDefault = 1 << 1,
 	kTVMFFIFieldFlagBitMaskIsStaticMethod = 1 << 2,
+	kTVMFFIFieldFlagBitSetterIsFunctionObj = 1 << 11,
 };
 
 typedef struct {
@@ -210,6 +211,13 @@ typedef int (*DLPackManagedTensorAllocator)(DLTensor *prototype, DLManagedTensor
 							      const char *message));
 
 /* Entry points (c_api.h). */
+/* One column of type attributes: data[type_index - begin_index]. */
+typedef struct {
+	const TVMFFIAny *data;
+	int32_t size;
+	int32_t begin_index;
+} TVMFFITypeAttrColumn;
+
 TVM_FFI_DLL void TVMFFIGetVersion(TVMFFIVersion *out_version);
 TVM_FFI_DLL int TVMFFIObjectIncRef(TVMFFIObjectHandle obj);
 TVM_FFI_DLL int TVMFFIObjectDecRef(TVMFFIObjectHandle obj);
@@ -260,6 +268,13 @@ TVM_FFI_DLL int32_t TVMFFITypeGetOrAllocIndex(const TVMFFIByteArray *type_key,
 					      int32_t child_slots_can_overflow,
 					      int32_t parent_type_index);
 TVM_FFI_DLL const TVMFFITypeInfo *TVMFFIGetTypeInfo(int32_t type_index);
+TVM_FFI_DLL int TVMFFITypeRegisterField(int32_t type_index, const TVMFFIFieldInfo *info);
+TVM_FFI_DLL int TVMFFITypeRegisterMethod(int32_t type_index, const TVMFFIMethodInfo *info);
+TVM_FFI_DLL int TVMFFITypeRegisterMetadata(int32_t type_index,
+					   const TVMFFITypeMetadata *metadata);
+TVM_FFI_DLL int TVMFFITypeRegisterAttr(int32_t type_index, const TVMFFIByteArray *attr_name,
+				       const TVMFFIAny *attr_value);
+TVM_FFI_DLL const TVMFFITypeAttrColumn *TVMFFIGetTypeAttrColumn(const TVMFFIByteArray *attr_name);
 TVM_FFI_DLL int TVMFFIHandleInitOnce(void **handle_addr, int (*init_func)(void **result));
 TVM_FFI_DLL int TVMFFIHandleDeinitOnce(void **handle_addr, int (*deinit_func)(void *handle));
 

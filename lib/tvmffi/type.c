@@ -15,6 +15,14 @@
 
 static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
 static TVMFFITypeInfo *infos[TABLE_SIZE];	/* written under info_lock */
+static TVMFFITypeMetadata *metas[TABLE_SIZE];	/* written under info_lock, never freed */
+
+/* A registered metadata: the one it replaced (still readable), a copy, its doc. */
+struct kept_meta {
+	TVMFFITypeMetadata *prev;
+	TVMFFITypeMetadata m;
+	char doc[];
+};
 
 int TVMFFITypeKeyToIndex(const TVMFFIByteArray *type_key, int32_t *out_tindex)
 {
@@ -131,6 +139,13 @@ static void fill_method(TVMFFIMethodInfo *d, const tio_method_info_t *m)
 
 static const TVMFFITypeInfo *info_locked(int32_t index);
 
+/* Whether fields, methods or metadata were registered since @d was built. */
+static int stale(const TVMFFITypeInfo *d, const tio_type_info_t *t)
+{
+	return d->num_fields != t->num_fields || d->num_methods != t->num_methods ||
+	       d->metadata != __atomic_load_n(&metas[t->type_index], __ATOMIC_ACQUIRE);
+}
+
 /*
  * Under info_lock. One allocation: the info it replaces (kept reachable,
  * never freed), the info, ancestors, fields, methods.
@@ -175,7 +190,7 @@ static TVMFFITypeInfo *build(const tio_type_info_t *t, TVMFFITypeInfo *old)
 	d->num_methods = t->num_methods;
 	d->fields = fields;
 	d->methods = methods;
-	d->metadata = NULL;
+	d->metadata = metas[t->type_index];
 	return d;
 }
 
@@ -187,7 +202,7 @@ static const TVMFFITypeInfo *info_locked(int32_t index)
 	if (!t || index < 0 || index >= TABLE_SIZE)
 		return NULL;
 	d = infos[index];
-	if (d && d->num_fields == t->num_fields && d->num_methods == t->num_methods)
+	if (d && !stale(d, t))
 		return d;
 	/* The old one stays allocated: a caller may still read it. */
 	d = build(t, d);
@@ -204,10 +219,119 @@ const TVMFFITypeInfo *TVMFFIGetTypeInfo(int32_t type_index)
 	if (!t || type_index < 0 || type_index >= TABLE_SIZE)
 		return NULL;
 	d = __atomic_load_n(&infos[type_index], __ATOMIC_ACQUIRE);
-	if (d && d->num_fields == t->num_fields && d->num_methods == t->num_methods)
+	if (d && !stale(d, t))
 		return d;
 	pthread_mutex_lock(&info_lock);
 	d = info_locked(type_index);
 	pthread_mutex_unlock(&info_lock);
 	return d;
+}
+
+/*
+ * As TVM FFI's: the field's name, doc, flags (writable), offset, size,
+ * value type, getter and setter go to libtensorio's registry; its default
+ * and metadata are dropped. A setter given as a Function object is refused.
+ */
+int TVMFFITypeRegisterField(int32_t type_index, const TVMFFIFieldInfo *info)
+{
+	tio_field_info_t f = { .struct_size = sizeof(f) };
+	struct cname name, doc;
+	int r;
+
+	if (!info)
+		return tio_error_raise("ValueError", "NULL field info");
+	if (info->flags & kTVMFFIFieldFlagBitSetterIsFunctionObj)
+		return tio_error_raise("ValueError", "field setters as Function objects are not supported");
+	if (tvmffi__cname(&name, &info->name))
+		return -1;
+	if (tvmffi__cname(&doc, &info->doc)) {
+		tvmffi__cname_free(&name);
+		return -1;
+	}
+	f.flags = (info->flags & kTVMFFIFieldFlagBitMaskWritable) ? TIO_FIELD_WRITABLE : 0;
+	f.name = name.s;
+	f.doc = doc.s[0] ? doc.s : NULL;
+	f.offset = info->offset;
+	f.size = info->size;
+	f.field_type_index = info->field_static_type_index;
+	f.getter = (tio_field_getter_t)info->getter;
+	f.setter = (tio_field_setter_t)info->setter;
+	r = tio_type_register_field(type_index, &f);
+	tvmffi__cname_free(&doc);
+	tvmffi__cname_free(&name);
+	return r;
+}
+
+/* A registered method's Function, called as libtensorio calls methods. */
+static int call_method(void *func, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	return tio_func_call_any(func, args, nargs, ret);
+}
+
+/*
+ * As TVM FFI's: the method's Function (kept for the process' life), name,
+ * doc and static flag; its metadata is dropped.
+ */
+int TVMFFITypeRegisterMethod(int32_t type_index, const TVMFFIMethodInfo *info)
+{
+	tio_method_info_t m = { .struct_size = sizeof(m), .call = call_method };
+	struct cname name, doc;
+	int r;
+
+	if (!info)
+		return tio_error_raise("ValueError", "NULL method info");
+	if (info->method.type_index != kTVMFFIFunction)
+		return tio_any_type_error((const tio_any_t *)&info->method, "ffi.Function");
+	if (tvmffi__cname(&name, &info->name))
+		return -1;
+	if (tvmffi__cname(&doc, &info->doc)) {
+		tvmffi__cname_free(&name);
+		return -1;
+	}
+	m.flags = (info->flags & kTVMFFIFieldFlagBitMaskIsStaticMethod) ? TIO_METHOD_STATIC : 0;
+	m.name = name.s;
+	m.doc = doc.s[0] ? doc.s : NULL;
+	m.self = info->method.v_obj;
+	r = tio_type_register_method(type_index, &m);
+	if (!r)
+		tio_object_incref((tio_object_t *)info->method.v_obj);
+	tvmffi__cname_free(&doc);
+	tvmffi__cname_free(&name);
+	return r;
+}
+
+/*
+ * Kept (with its doc) for TVMFFIGetTypeInfo's metadata; the doc is also
+ * the type's doc in libtensorio. A second registration replaces the first.
+ */
+int TVMFFITypeRegisterMetadata(int32_t type_index, const TVMFFITypeMetadata *metadata)
+{
+	struct kept_meta *k;
+	struct cname doc;
+
+	if (!metadata)
+		return tio_error_raise("ValueError", "NULL metadata");
+	if (!tio_type_info(type_index) || type_index < 0 || type_index >= TABLE_SIZE)
+		return tio_error_raise("ValueError", "type index %d is not registered", type_index);
+	if (tvmffi__cname(&doc, &metadata->doc))
+		return -1;
+	k = malloc(sizeof(*k) + metadata->doc.size + 1);
+	if (!k) {
+		tvmffi__cname_free(&doc);
+		return tio_error_raise("MemoryError", "out of memory");
+	}
+	if (tio_type_set_doc(type_index, doc.s[0] ? doc.s : NULL)) {
+		tvmffi__cname_free(&doc);
+		free(k);
+		return -1;
+	}
+	k->m = *metadata;
+	memcpy(k->doc, doc.s, metadata->doc.size + 1);
+	k->m.doc.data = k->doc;
+	tvmffi__cname_free(&doc);
+	pthread_mutex_lock(&info_lock);
+	k->prev = metas[type_index];
+	__atomic_store_n(&metas[type_index], &k->m, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&info_lock);
+	return 0;
 }

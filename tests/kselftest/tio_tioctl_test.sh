@@ -34,7 +34,7 @@ status() {	# status N CMD...: CMD exits with N
 	[ $? = "$want" ]
 }
 echo "TAP version 13"
-echo "1..26"
+echo "1..27"
 t "info names the uapi version" has "uapi version   1.2" ./tioctl info
 t "info lists the module parameters" has "param max_buf_size" ./tioctl info
 t "info --json" has '"uapi_version": "1.2"' ./tioctl --json info
@@ -107,6 +107,12 @@ wait $waiter
 wrc=$?
 t "wait sees the signaller's error (exit 1, EIO; JSON shape by jq)" sh -c \
 	"cat /tmp/wait.out; [ $wrc = 1 ] && ./jq -e '.status == -5 and (.error | type) == \"string\"' /tmp/wait.out"
+# A process holding a 1 MiB buffer: stat shows its file's pinned memory.
+hold /tmp/pinned.out ./tioctl export 1048576 --hold
+t "stat shows a holder's pinned memory (VmPin)" json \
+	"[.files[] | select(.pid == $pid and .pinned_vm_bytes >= 1048576)] | length == 1" \
+	./tioctl --json stat
+release
 t "--version exits 0" has "tioctl 0.1.0" ./tioctl --version
 t "a missing operand exits 2" status 2 ./tioctl import
 t "a zero size exits 2" status 2 ./tioctl alloc 0

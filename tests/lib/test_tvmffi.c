@@ -938,4 +938,148 @@ TEST(entry_context_symbol)
 	ASSERT_NO_LEAKS();
 }
 
+TEST(entry_type_attr)
+{
+	TVMFFIByteArray name = ba("test.tvmffi.attr"), other = ba("test.tvmffi.none");
+	TVMFFIAny none = { .type_index = kTVMFFINone };
+	TVMFFIAny five = { .type_index = kTVMFFIInt, .v_int64 = 5 };
+	TVMFFIAny text = { .type_index = kTVMFFIRawStr, .v_c_str = "a value longer than seven" };
+	TVMFFIAny func = { .type_index = kTVMFFIFunction };
+	const TVMFFITypeAttrColumn *col, *again;
+	TVMFFIObjectHandle f;
+
+	EXPECT_EQ(NULL, TVMFFIGetTypeAttrColumn(&name));
+	ASSERT_EQ(0, TVMFFITypeRegisterAttr(kTVMFFINone, &other, &none));	/* only makes it */
+	col = TVMFFIGetTypeAttrColumn(&other);
+	ASSERT_NE(NULL, col);
+	EXPECT_EQ(0, col->size);
+
+	ASSERT_EQ(0, TVMFFITypeRegisterAttr(kTVMFFITensor, &name, &five));
+	col = TVMFFIGetTypeAttrColumn(&name);
+	ASSERT_NE(NULL, col);
+	EXPECT_EQ(0, col->begin_index);
+	EXPECT_EQ(kTVMFFITensor + 1, col->size);
+	EXPECT_EQ(kTVMFFIInt, col->data[kTVMFFITensor].type_index);
+	EXPECT_EQ(5, col->data[kTVMFFITensor].v_int64);
+	EXPECT_EQ(kTVMFFINone, col->data[kTVMFFITensor - 1].type_index);
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(kTVMFFITensor, &name, &five));
+	ASSERT_RAISED("RuntimeError", "`test.tvmffi.attr` is already registered for type index 70");
+
+	/* Values are owned (a raw string becomes a String); the data never moves. */
+	ASSERT_EQ(0, TVMFFITypeRegisterAttr(100, &name, &text));
+	ASSERT_EQ(0, TVMFFIFunctionCreate(NULL, echo_self, NULL, &f));
+	func.v_obj = f;
+	ASSERT_EQ(0, TVMFFITypeRegisterAttr(kTVMFFIModule, &name, &func));
+	TVMFFIObjectDecRef(f);
+	again = TVMFFIGetTypeAttrColumn(&name);
+	EXPECT_EQ(col, again);
+	EXPECT_EQ(101, col->size);
+	EXPECT_EQ(kTVMFFIStr, col->data[100].type_index);
+	EXPECT_EQ(f, col->data[kTVMFFIModule].v_obj);
+	EXPECT_EQ(2, LIVE());	/* held by the column, as long as the process */
+
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(-1, &name, &five));
+	ASSERT_RAISED("ValueError", "outside");
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(4096, &name, &five));
+	ASSERT_RAISED("ValueError", "outside");
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(101, NULL, &five));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, TVMFFITypeRegisterAttr(101, &name, NULL));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(NULL, TVMFFIGetTypeAttrColumn(NULL));
+	EXPECT_EQ(101, col->size);
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+}
+
+static int get_42(void *field, TVMFFIAny *out)
+{
+	out->type_index = kTVMFFIInt;
+	out->zero_padding = 0;
+	out->v_int64 = 42;
+	return 0;
+}
+
+TEST(entry_type_register)
+{
+	TVMFFIByteArray key = ba("test.tvmffi.Reg");
+	TVMFFIFieldInfo fi = { .name = { "x", 1 }, .doc = { "an x", 4 }, .size = 8, .offset = 24,
+			       .flags = kTVMFFIFieldFlagBitMaskWritable, .getter = get_42,
+			       .field_static_type_index = kTVMFFIInt };
+	TVMFFIMethodInfo mi = { .name = { "add3", 4 },
+				.flags = kTVMFFIFieldFlagBitMaskIsStaticMethod };
+	TVMFFITypeMetadata md = { .doc = { "a node", 6 }, .total_size = 32 };
+	tio_any_t arg = tio_any_int(5), ret = tio_any_none();
+	const tio_method_info_t *m;
+	const TVMFFITypeInfo *ti;
+	TVMFFIObjectHandle f;
+	static int three = 3;
+	int32_t t;
+
+	t = TVMFFITypeGetOrAllocIndex(&key, -1, 1, 0, 0, kTVMFFIObject);
+	ASSERT_GE(t, kTVMFFIDynObjectBegin);
+	ASSERT_EQ(0, TVMFFITypeRegisterField(t, &fi));
+	ASSERT_NE(NULL, tio_type_find_field(t, "x"));
+	EXPECT_STREQ("an x", tio_type_find_field(t, "x")->doc);
+	ti = TVMFFIGetTypeInfo(t);
+	ASSERT_NE(NULL, ti);
+	ASSERT_EQ(1, ti->num_fields);
+	EXPECT_EQ((void *)get_42, (void *)ti->fields[0].getter);
+	EXPECT_EQ(kTVMFFIFieldFlagBitMaskWritable, ti->fields[0].flags);
+	EXPECT_EQ(24, ti->fields[0].offset);
+	EXPECT_EQ(NULL, ti->metadata);
+
+	ASSERT_EQ(0, TVMFFIFunctionCreate(&three, (TVMFFISafeCallType)add_self, NULL, &f));
+	mi.method.type_index = kTVMFFIFunction;
+	mi.method.v_obj = f;
+	ASSERT_EQ(0, TVMFFITypeRegisterMethod(t, &mi));
+	TVMFFIObjectDecRef(f);		/* the type keeps it */
+	m = tio_type_find_method(t, "add3");
+	ASSERT_NE(NULL, m);
+	EXPECT_EQ(TIO_METHOD_STATIC, m->flags);
+	ASSERT_EQ(0, tio_func_call(m->func, &arg, 1, &ret));
+	EXPECT_EQ(8, ret.v_int64);
+	ti = TVMFFIGetTypeInfo(t);
+	ASSERT_EQ(1, ti->num_methods);
+	EXPECT_EQ(0, memcmp(ti->methods[0].name.data, "add3", 4));
+	EXPECT_EQ(kTVMFFIFieldFlagBitMaskIsStaticMethod, ti->methods[0].flags);
+
+	ASSERT_EQ(0, TVMFFITypeRegisterMetadata(t, &md));
+	EXPECT_STREQ("a node", tio_type_info(t)->doc);
+	ti = TVMFFIGetTypeInfo(t);
+	ASSERT_NE(NULL, ti->metadata);
+	EXPECT_EQ(32, ti->metadata->total_size);
+	EXPECT_EQ(6, ti->metadata->doc.size);
+	EXPECT_EQ(0, memcmp(ti->metadata->doc.data, "a node", 6));
+	md.total_size = 40;
+	ASSERT_EQ(0, TVMFFITypeRegisterMetadata(t, &md));
+	EXPECT_EQ(40, TVMFFIGetTypeInfo(t)->metadata->total_size);
+	EXPECT_EQ(32, ti->metadata->total_size);	/* the old info stays readable */
+
+	EXPECT_EQ(-1, TVMFFITypeRegisterField(t, &fi));
+	ASSERT_RAISED("ValueError", "already has a field 'x'");
+	fi.flags |= kTVMFFIFieldFlagBitSetterIsFunctionObj;
+	EXPECT_EQ(-1, TVMFFITypeRegisterField(t, &fi));
+	ASSERT_RAISED("ValueError", "Function objects");
+	fi.flags = 0;
+	fi.name = (TVMFFIByteArray){ "y\0z", 3 };
+	EXPECT_EQ(-1, TVMFFITypeRegisterField(t, &fi));
+	ASSERT_RAISED("ValueError", "NUL");
+	fi.name = (TVMFFIByteArray){ "y", 1 };
+	EXPECT_EQ(-1, TVMFFITypeRegisterField(4000, &fi));
+	ASSERT_RAISED("ValueError", "4000");
+	EXPECT_EQ(-1, TVMFFITypeRegisterField(t, NULL));
+	ASSERT_RAISED("ValueError", "NULL");
+	mi.method.type_index = kTVMFFIInt;
+	EXPECT_EQ(-1, TVMFFITypeRegisterMethod(t, &mi));
+	ASSERT_RAISED("TypeError", "ffi.Function");
+	EXPECT_EQ(-1, TVMFFITypeRegisterMethod(t, NULL));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, TVMFFITypeRegisterMetadata(t, NULL));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, TVMFFITypeRegisterMetadata(4000, &md));
+	ASSERT_RAISED("ValueError", "4000");
+	EXPECT_EQ(1, LIVE());	/* the method's Function, kept by the type */
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+}
+
 TEST_HARNESS_MAIN
