@@ -5,6 +5,8 @@
  * buffer alloc+free; a fence emit+signal) go through
  *   ioctl           one syscall per command,
  *   uring/bN        one IORING_OP_URING_CMD SQE per command, N per submit,
+ *   uring-inline/bN the same with the payload in a 128-byte SQE (no user
+ *                   copy; results through CQE32),
  *   submit/bN       TIO_IOC_SUBMIT carrying N struct tio_cmd records,
  *   submit-uring/bN the same vector in one uring_cmd SQE,
  *   ring/bN         N records written into the file's command ring, one
@@ -34,7 +36,8 @@
 #include "bench.h"
 
 enum kind { K_INFO, K_BUF, K_FENCE };
-enum path { P_IOCTL, P_URING, P_SUBMIT, P_SUBMIT_URING, P_RING, P_RING_URING };
+enum path { P_IOCTL, P_URING, P_SUBMIT, P_SUBMIT_URING, P_RING, P_RING_URING,
+	     P_URING_INLINE };
 
 #define ARG(k, p, b)	((uintptr_t)(k) | (uintptr_t)(p) << 4 | (uintptr_t)(b) << 8)
 #define ARG_KIND(a)	((enum kind)((a) & 0xf))
@@ -136,8 +139,10 @@ static int ovh_setup(struct bench_run *run)
 	if ((s->path == P_RING || s->path == P_RING_URING) &&
 	    !(s->info.features & TIO_FEAT_RING))
 		need = TIO_FEAT_RING;
+	if (s->path == P_URING_INLINE && (s->info.version & 0xffff) < 2)
+		need = TIO_FEAT_URING_CMD;
 	if ((s->path == P_URING || s->path == P_SUBMIT_URING ||
-	     s->path == P_RING_URING) &&
+	     s->path == P_RING_URING || s->path == P_URING_INLINE) &&
 	    !(s->info.features & TIO_FEAT_URING_CMD))
 		need = TIO_FEAT_URING_CMD;
 	if ((s->path == P_SUBMIT || s->path == P_SUBMIT_URING) &&
@@ -184,8 +189,11 @@ static int ovh_setup(struct bench_run *run)
 		s->rsize = rs.size;
 		s->rcmds = (struct tio_cmd *)((char *)m + TIO_RING_CMDS_OFFSET);
 	}
-	if (s->path == P_URING || s->path == P_SUBMIT_URING || s->path == P_RING_URING) {
-		err = io_uring_queue_init(slots < 8 ? 8 : slots, &s->ring, 0);
+	if (s->path == P_URING || s->path == P_SUBMIT_URING || s->path == P_RING_URING ||
+	    s->path == P_URING_INLINE) {
+		err = io_uring_queue_init(slots < 8 ? 8 : slots, &s->ring,
+					  s->path == P_URING_INLINE ?
+					  IORING_SETUP_SQE128 | IORING_SETUP_CQE32 : 0);
 		if (err) {
 			err = bench_skip(run, "io_uring_queue_init: %s",
 					 strerror(-err));
@@ -288,6 +296,91 @@ static int check_records(struct bench_run *run, struct ovh *s,
 	}
 	if (sub->done != n)
 		return bench_fail(run, EPROTO, "SUBMIT did %u of %u", sub->done, n);
+	return 0;
+}
+
+/*
+ * One SQE128 uring_cmd per command with the payload in the SQE; what a
+ * command returns comes back in res and big_cqe[0] (bytes 8..15 of its
+ * payload: BUF_ALLOC's handle in the high half, FENCE_EMIT's seqno).
+ */
+static int run_inline(struct bench_run *run, struct ovh *s, int round)
+{
+	unsigned int i, n = 0, got = 0;
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	for (i = 0; i < s->batch; i++) {
+		unsigned int k, per = s->kind == K_FENCE ? 2 : 1;
+
+		for (k = 0; k < per; k++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&s->ring);
+			struct tio_uring_inline *in;
+
+			if (!sqe)
+				return bench_fail(run, EBUSY, "SQ ring full");
+			io_uring_prep_rw(IORING_OP_URING_CMD, sqe, s->fd, NULL, 0, 0);
+			in = (struct tio_uring_inline *)sqe->cmd;
+			memset(in, 0, sizeof(*in));
+			in->flags = TIO_URING_F_INLINE;
+			sqe->user_data = n++;
+			switch (s->kind) {
+			case K_INFO:
+				sqe->cmd_op = TIO_IOC_INFO;
+				break;
+			case K_BUF:
+				if (!round) {
+					sqe->cmd_op = TIO_IOC_BUF_ALLOC;
+					((struct tio_buf_alloc *)in->payload)->size = 4096;
+				} else {
+					sqe->cmd_op = TIO_IOC_BUF_FREE;
+					((struct tio_handle_op *)in->payload)->handle =
+						s->handles[i];
+				}
+				break;
+			case K_FENCE:
+				if (!k) {
+					sqe->cmd_op = TIO_IOC_FENCE_EMIT;
+					((struct tio_fence_emit *)in->payload)->stream = s->stream;
+				} else {
+					struct tio_fence_signal *sg = (void *)in->payload;
+
+					sqe->cmd_op = TIO_IOC_FENCE_SIGNAL;
+					sg->stream = s->stream;
+					sg->seqno = s->next_seq + i;
+				}
+				break;
+			}
+		}
+	}
+	ret = io_uring_submit_and_wait(&s->ring, n);
+	if (ret < 0)
+		return bench_fail(run, -ret, "io_uring_submit_and_wait");
+	while (got < n) {
+		unsigned int head, seen = 0;
+
+		io_uring_for_each_cqe(&s->ring, head, cqe) {
+			if (cqe->res < 0) {
+				io_uring_cq_advance(&s->ring, seen + 1);
+				return bench_fail(run, -cqe->res, "inline uring_cmd");
+			}
+			if (s->kind == K_BUF && !round)
+				s->handles[cqe->user_data] = cqe->big_cqe[0] >> 32;
+			if (s->kind == K_FENCE && !(cqe->user_data & 1) &&
+			    cqe->big_cqe[0] != s->next_seq + cqe->user_data / 2) {
+				io_uring_cq_advance(&s->ring, seen + 1);
+				return bench_fail(run, EPROTO, "emit gave seqno %llu",
+						  (unsigned long long)cqe->big_cqe[0]);
+			}
+			seen++;
+		}
+		io_uring_cq_advance(&s->ring, seen);
+		got += seen;
+		if (got < n && (ret = io_uring_wait_cqe(&s->ring, &cqe)))
+			return bench_fail(run, -ret, "io_uring_wait_cqe");
+	}
+	if (s->kind == K_FENCE)
+		s->next_seq += s->batch;
 	return 0;
 }
 
@@ -525,10 +618,11 @@ static int ovh_run(struct bench_run *run, uint64_t iters)
 
 	if (s->path == P_IOCTL)
 		return run_ioctl(run, s, iters);
-	if (s->path == P_RING || s->path == P_RING_URING) {
+	if (s->path == P_RING || s->path == P_RING_URING || s->path == P_URING_INLINE) {
 		for (it = 0; it < iters; it++)
 			for (round = 0; round < rounds; round++)
-				if ((err = run_ring(run, s, round)))
+				if ((err = s->path == P_URING_INLINE ?
+				     run_inline(run, s, round) : run_ring(run, s, round)))
 					return err;
 		return 0;
 	}
@@ -649,7 +743,7 @@ static void lib_teardown(struct bench_run *run)
 static int lib_run(struct bench_run *run, uint64_t n)
 {
 	struct libst *s = run->state;
-	struct tio_info info;
+	struct tio_driver_info info;
 	uint64_t i, seq;
 
 	for (i = 0; i < n; i++) {
@@ -698,6 +792,8 @@ fail:
 	ROW(pfx "/uring/b16", k, P_URING, 16, "medium", pfx "/ioctl", 0, what), \
 	ROW(pfx "/uring/b64", k, P_URING, 64, "medium", pfx "/ioctl", 0.5, what), \
 	ROW(pfx "/uring/b256", k, P_URING, 256, "large", pfx "/ioctl", 0, what), \
+	ROW(pfx "/uring-inline/b1", k, P_URING_INLINE, 1, "small", pfx "/ioctl", 0, what), \
+	ROW(pfx "/uring-inline/b64", k, P_URING_INLINE, 64, "medium", pfx "/ioctl", 0.8, what), \
 	ROW(pfx "/submit/b1", k, P_SUBMIT, 1, "small", pfx "/ioctl", 0, what), \
 	ROW(pfx "/submit/b4", k, P_SUBMIT, 4, "small", pfx "/ioctl", 0, what), \
 	ROW(pfx "/submit/b16", k, P_SUBMIT, 16, "medium", pfx "/ioctl", 0, what), \

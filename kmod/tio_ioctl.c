@@ -5,6 +5,7 @@
  * tio_dispatch(), which also keeps the per-command statistics and fires
  * the command tracepoints.
  */
+#include <linux/err.h>
 #include <linux/fs.h>
 #include <linux/kernel.h>
 #include <linux/mm.h>
@@ -144,6 +145,7 @@ static_assert(sizeof(struct tio_buf_attach) <= TIO_CMD_PAYLOAD);
 static_assert(sizeof(struct tio_buf_wait) <= TIO_CMD_PAYLOAD);
 static_assert(sizeof(struct tio_submit) <= TIO_CMD_PAYLOAD);
 static_assert(sizeof(struct tio_cmd) == 64);
+static_assert(sizeof(struct tio_uring_inline) == 64);	/* in 80 bytes */
 
 /*
  * Per-command statistics, per CPU so that the hot path only touches
@@ -254,8 +256,19 @@ static int tio_record_size(const struct tio_cmd *rec, unsigned int usize,
 
 	if (unlikely(usize > TIO_CMD_PAYLOAD))
 		return -EINVAL;
-	if (unlikely(memchr_inv(bytes + usize, 0, TIO_CMD_PAYLOAD - usize)))
+	/* Every payload is whole words: the tail checked a word at a time. */
+	if (likely(!(usize % sizeof(u64)))) {
+		const u64 *w = (const u64 *)rec->payload.bytes;
+		unsigned int i;
+		u64 any = 0;
+
+		for (i = usize / sizeof(u64); i < TIO_CMD_PAYLOAD / sizeof(u64); i++)
+			any |= w[i];
+		if (unlikely(any))
+			return -EINVAL;
+	} else if (unlikely(memchr_inv(bytes + usize, 0, TIO_CMD_PAYLOAD - usize))) {
 		return -EINVAL;
+	}
 	if (unlikely(usize > ksize && memchr_inv(bytes + ksize, 0, usize - ksize)))
 		return -E2BIG;
 	return 0;
@@ -285,8 +298,25 @@ bool tio_record_may_block(const struct tio_cmd *rec)
 	return ((const struct tio_buf_wait *)p)->timeout_ns != 0;
 }
 
+/* A record's envelope and size checks: its command, or ERR_PTR(). */
+static const struct tio_op *tio_record_check(const struct tio_cmd *rec)
+{
+	const struct tio_op *op;
+	int ret;
+
+	if (unlikely(rec->flags || rec->pad))
+		return ERR_PTR(-EINVAL);
+	op = tio_op_lookup(rec->op);
+	if (unlikely(!op))
+		return ERR_PTR(-ENOTTY);
+	if (unlikely(tio_op_nested(op)))
+		return ERR_PTR(-EINVAL);
+	ret = tio_record_size(rec, _IOC_SIZE(rec->op), _IOC_SIZE(op->cmd));
+	return unlikely(ret) ? ERR_PTR(ret) : op;
+}
+
 /**
- * tio_record_run() - run one record (of a SUBMIT vector or the ring)
+ * tio_record_run() - run one record of a SUBMIT vector
  * @tf: the file
  * @rec: a kernel copy of the record; its payload is updated in place
  * @buf: scratch for the payload
@@ -299,22 +329,14 @@ int tio_record_run(struct tio_file *tf, struct tio_cmd *rec,
 		   struct tio_payload *buf, struct tio_call *call)
 {
 	struct tio_payload *payload = (struct tio_payload *)rec->payload.bytes;
+	const struct tio_op *op = tio_record_check(rec);
 	unsigned int usize, ksize, dir;
-	const struct tio_op *op;
 	int ret;
 
-	if (unlikely(rec->flags || rec->pad))
-		return -EINVAL;
-	op = tio_op_lookup(rec->op);
-	if (unlikely(!op))
-		return -ENOTTY;
-	if (unlikely(tio_op_nested(op)))
-		return -EINVAL;
+	if (IS_ERR(op))
+		return PTR_ERR(op);
 	usize = _IOC_SIZE(rec->op);
 	ksize = _IOC_SIZE(op->cmd);
-	ret = tio_record_size(rec, usize, ksize);
-	if (unlikely(ret))
-		return ret;
 	dir = tio_op_dir(op, rec->op);
 	/*
 	 * The handler works on a copy, as with ioctl(): a failed or
@@ -333,6 +355,38 @@ int tio_record_run(struct tio_file *tf, struct tio_cmd *rec,
 		*payload = *buf;
 	else
 		memcpy(payload, buf, usize);	/* truncated out */
+	return ret;
+}
+
+/**
+ * tio_record_run_copy() - run a record that is already a private copy
+ * @tf: the file
+ * @rec: the kernel's own copy (the ring's stack copy); the handler works
+ *	 on its payload directly
+ * @call: the call; new fds join its queue
+ * @out: set to the bytes of @rec's payload to write back (0: none)
+ *
+ * As tio_record_run() without the scratch copy: nothing but the caller
+ * sees @rec, so the caller writes back only what the command returns.
+ *
+ * Return: as tio_record_run().
+ */
+int tio_record_run_copy(struct tio_file *tf, struct tio_cmd *rec,
+			struct tio_call *call, unsigned int *out)
+{
+	const struct tio_op *op = tio_record_check(rec);
+	unsigned int dir;
+	int ret;
+
+	*out = 0;
+	if (IS_ERR(op))
+		return PTR_ERR(op);
+	dir = tio_op_dir(op, rec->op);
+	if (unlikely(!(dir & _IOC_WRITE)))
+		memset(rec->payload.bytes, 0, TIO_CMD_PAYLOAD);
+	ret = tio_dispatch(tf, op, rec->payload.bytes, call);
+	if (ret >= 0 && (dir & _IOC_READ))
+		*out = min(_IOC_SIZE(rec->op), _IOC_SIZE(op->cmd));
 	return ret;
 }
 
@@ -477,6 +531,56 @@ long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
 		tio_call_install_fds(&call);
 	else
 		tio_call_abort_fds(&call);
+	return ret;
+}
+
+/**
+ * tio_cmd_inline() - run one command whose payload came in the SQE
+ * @tf: the file
+ * @cmd: a TIO_IOC_* number, of any size up to TIO_CMD_PAYLOAD
+ * @payload: the SQE's payload bytes (shared memory: read once here)
+ * @uout: 0, or where to write the returned payload
+ * @nonblock: io_uring's IO_URING_F_NONBLOCK issue
+ * @res2: set to bytes 8..15 of the returned payload (0 when none)
+ *
+ * The payload follows a record's rules (tio_record_run_copy()); fds the
+ * command created are installed only after they reached @uout.
+ *
+ * Return: as tio_cmd_user(); -EINVAL for a nested command or a command
+ * that returns an fd without @uout.
+ */
+long tio_cmd_inline(struct tio_file *tf, unsigned int cmd, const void *payload,
+		    u64 uout, bool nonblock, u64 *res2)
+{
+	const u64 *src = payload;
+	struct tio_call call;
+	struct tio_cmd rec;
+	unsigned int i, out;
+	long ret;
+
+	*res2 = 0;
+	rec.op = cmd;
+	rec.flags = 0;
+	rec.result = 0;
+	rec.pad = 0;
+	for (i = 0; i < TIO_CMD_PAYLOAD / sizeof(u64); i++)
+		((u64 *)rec.payload.bytes)[i] = READ_ONCE(src[i]);
+	if (nonblock && tio_record_may_block(&rec))
+		return -EAGAIN;
+	tio_call_init(&call, nonblock);
+	ret = tio_record_run_copy(tf, &rec, &call, &out);
+	if (ret >= 0 && out && uout &&
+	    copy_to_user(u64_to_user_ptr(uout), rec.payload.bytes, out))
+		ret = -EFAULT;
+	if (ret >= 0 && call.n && !uout)
+		ret = -EINVAL;		/* an fd nobody would learn */
+	if (ret >= 0) {
+		tio_call_install_fds(&call);
+		if (out >= 2 * sizeof(u64))
+			*res2 = ((u64 *)rec.payload.bytes)[1];
+	} else {
+		tio_call_abort_fds(&call);
+	}
 	return ret;
 }
 

@@ -166,10 +166,14 @@ struct tio_call;
 /* tio_ioctl.c */
 int tio_record_run(struct tio_file *tf, struct tio_cmd *rec,
 		   struct tio_payload *buf, struct tio_call *call);
+int tio_record_run_copy(struct tio_file *tf, struct tio_cmd *rec,
+			struct tio_call *call, unsigned int *out);
 bool tio_record_may_block(const struct tio_cmd *rec);
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
 		  bool nonblock);
+long tio_cmd_inline(struct tio_file *tf, unsigned int cmd, const void *payload,
+		    u64 uout, bool nonblock, u64 *res2);
 int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data);
 unsigned int tio_cmd_kernel(unsigned int cmd);
 int tio_cmd_copy_in(unsigned int cmd, void *kbuf, const void __user *uptr);

@@ -201,16 +201,19 @@ static void tio_ring_read(struct tio_cmd *dst, const struct tio_cmd *slot)
 		d[i] = READ_ONCE(src[i]);
 }
 
-/* A record's result and payload back into its slot. */
-static void tio_ring_write(struct tio_cmd *slot, const struct tio_cmd *rec)
+/* A record's result and the @out bytes of its payload back into its slot. */
+static void tio_ring_write(struct tio_cmd *slot, const struct tio_cmd *rec,
+			   unsigned int out)
 {
 	const u64 *src = (const u64 *)rec->payload.bytes;
 	u64 *d = (u64 *)slot->payload.bytes;
 	unsigned int i;
 
-	if (rec->result >= 0)
-		for (i = 0; i < TIO_CMD_PAYLOAD / sizeof(u64); i++)
+	if (likely(!(out % sizeof(u64))))
+		for (i = 0; i < out / sizeof(u64); i++)
 			WRITE_ONCE(d[i], src[i]);
+	else
+		memcpy(slot->payload.bytes, rec->payload.bytes, out);
 	WRITE_ONCE(slot->result, rec->result);
 }
 
@@ -233,8 +236,7 @@ int tio_cmd_ring_enter(struct tio_file *tf, void *data, struct tio_call *call)
 	/* Pairs with the cmpxchg_release() of setup: a whole ring. */
 	struct tio_ring *ring = smp_load_acquire(&tf->ring);
 	bool cont = e->flags & TIO_SUBMIT_F_CONTINUE;
-	unsigned int i, n, failed = 0;
-	struct tio_payload buf;
+	unsigned int i, n, out, failed = 0;
 	struct tio_cmd rec;
 	u32 mask, head;
 	int ret;
@@ -272,12 +274,13 @@ int tio_cmd_ring_enter(struct tio_file *tf, void *data, struct tio_call *call)
 		struct tio_cmd *slot = &ring->cmds[(head + i++) & mask];
 
 		tio_ring_read(&rec, slot);
+		out = 0;
 		/* Rewritten since the scan: not run in this context. */
 		if (unlikely(call->nonblock && tio_record_may_block(&rec)))
 			rec.result = -EAGAIN;
 		else
-			rec.result = tio_user_errno(tio_record_run(tf, &rec, &buf, call));
-		tio_ring_write(slot, &rec);
+			rec.result = tio_user_errno(tio_record_run_copy(tf, &rec, call, &out));
+		tio_ring_write(slot, &rec, out);
 		if (unlikely(rec.result < 0)) {
 			failed++;
 			if (!cont)

@@ -299,6 +299,29 @@ static int tio_uring_cancel(struct io_uring_cmd *ioucmd)
 	return 0;
 }
 
+/*
+ * The payload in a 128-byte SQE (struct tio_uring_inline): read once from
+ * the SQE, no user copy in; the result in res, bytes 8..15 of the returned
+ * payload in res2 (CQE32 rings), the whole of it at result_ptr if given.
+ */
+static int tio_uring_inline(struct io_uring_cmd *ioucmd, struct tio_file *tf,
+			    const u64 *area, unsigned int issue_flags)
+{
+	u64 res2;
+	long ret;
+
+	if (!(issue_flags & IO_URING_F_SQE128))
+		return -EINVAL;
+	ret = tio_cmd_inline(tf, ioucmd->cmd_op, area + 2, READ_ONCE(area[0]),
+			     issue_flags & IO_URING_F_NONBLOCK, &res2);
+	ret = tio_user_errno(ret);
+	if (ret == -EAGAIN && (issue_flags & IO_URING_F_NONBLOCK))
+		return ret;
+	/* Posted here so that res2 travels (and as for SUBMIT, res > 0). */
+	tio_uring_cmd_done(ioucmd, ret, res2, issue_flags);
+	return -EIOCBQUEUED;
+}
+
 /**
  * tio_uring_cmd() - file_operations.uring_cmd of /dev/tensorio
  * @ioucmd: the command: cmd_op is a TIO_IOC_* number, the first eight
@@ -313,13 +336,17 @@ int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 {
 	struct tio_file *tf = ioucmd->file->private_data;
 	const u64 *area;
+	u64 flags;
 	void __user *uptr;
 	long ret;
 
 	if (issue_flags & TIO_URING_F_CANCEL)
 		return tio_uring_cancel(ioucmd);
 	area = tio_uring_cmd_area(ioucmd);
-	if (READ_ONCE(area[1]))
+	flags = READ_ONCE(area[1]);
+	if (flags == TIO_URING_F_INLINE)
+		return tio_uring_inline(ioucmd, tf, area, issue_flags);
+	if (flags)
 		return -EINVAL;
 	uptr = u64_to_user_ptr(READ_ONCE(area[0]));
 	switch (tio_cmd_kernel(ioucmd->cmd_op)) {

@@ -4,7 +4,8 @@
  *
  * Random and mutated command records go in through all three forms:
  * ioctl(), IORING_OP_URING_CMD (cmd_op = the ioctl number, sqe->cmd[0..7]
- * = the payload pointer), TIO_IOC_SUBMIT vectors (by ioctl or uring) and
+ * = the payload pointer, or on the SQE128 ring the payload inline as
+ * struct tio_uring_inline), TIO_IOC_SUBMIT vectors (by ioctl or uring) and
  * each file's command ring (records written in place, tail and sometimes
  * head set wrongly, TIO_IOC_RING_ENTER by ioctl or uring; RING_SETUP with
  * good and bad sizes).
@@ -145,6 +146,7 @@ struct worker {
 	pthread_t tid;
 	struct io_uring ring;
 	bool ring_ok;
+	bool sqe128;		/* @ring has 128-byte SQEs and 32-byte CQEs */
 	unsigned int inflight;
 	char *scratch, *scratch_ro, *pin;
 	unsigned int wslot;
@@ -1048,6 +1050,18 @@ static void do_uring(struct worker *k, unsigned int opi, int fi)
 			return;
 	}
 	tio_prep_cmd(sqe, k->w->dev[fi], cmd, (void *)(uintptr_t)uptr);
+	if (k->sqe128 && one_in(&k->rng, 4)) {
+		/* The payload inline; waits bounded (they block io-wq). */
+		struct tio_uring_inline *in = (struct tio_uring_inline *)sqe->cmd;
+
+		bound_wait(k, cmd, p);
+		memcpy(in->payload, p, sizeof(in->payload));
+		in->flags = TIO_URING_F_INLINE;
+		if (!one_in(&k->rng, 3)) {
+			in->result_ptr = 0;
+			uptr = 0;	/* nothing to harvest */
+		}
+	}
 	if (one_in(&k->rng, 32))
 		((uint64_t *)sqe->cmd)[1] = rnext(&k->rng);
 	if (async)
@@ -1369,7 +1383,9 @@ static void *worker_main(void *arg)
 	struct world *w = k->w;
 	uint64_t it = 0;
 
-	k->ring_ok = io_uring_queue_init(64, &k->ring, 0) == 0;
+	k->sqe128 = io_uring_queue_init(64, &k->ring, IORING_SETUP_SQE128 |
+					IORING_SETUP_CQE32) == 0;
+	k->ring_ok = k->sqe128 || io_uring_queue_init(64, &k->ring, 0) == 0;
 	while (!stop) {
 		int fi = one_in(&k->rng, 3);
 		unsigned int r = rnd(&k->rng, 100);

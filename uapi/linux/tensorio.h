@@ -7,7 +7,9 @@
  *
  *  1. ioctl(fd, TIO_IOC_<OP>, &payload);
  *  2. an IORING_OP_URING_CMD SQE with cmd_op = TIO_IOC_<OP> and the first
- *     eight bytes of sqe->cmd holding the payload's address (__u64);
+ *     eight bytes of sqe->cmd holding the payload's address (__u64); or,
+ *     on an IORING_SETUP_SQE128 ring (uapi 1.2), the payload itself in
+ *     the SQE (struct tio_uring_inline);
  *  3. TIO_IOC_SUBMIT, which carries an array of struct tio_cmd records;
  *  4. the file's command ring (uapi 1.2): struct tio_cmd records in pages
  *     the driver allocates and userspace maps, run in place by
@@ -484,6 +486,29 @@ struct tio_ring_setup {
 struct tio_ring_enter {
 	__u32 flags;
 	__u32 done;
+};
+
+/* tio_uring_inline.flags: the payload travels in the SQE */
+#define TIO_URING_F_INLINE	0x1ULL
+
+/**
+ * struct tio_uring_inline - sqe->cmd of a uring_cmd with its payload inline
+ * @result_ptr: 0, or where the command's returned payload is written (as
+ *		the pointer form writes it back); needed by commands that
+ *		return an fd
+ * @flags: TIO_URING_F_INLINE
+ * @payload: the command's payload, zero past its size (as a record's)
+ *
+ * Only on IORING_SETUP_SQE128 rings (80 bytes of sqe->cmd; -EINVAL on
+ * others). Nothing is copied from user memory. CQE res is the result; on
+ * an IORING_SETUP_CQE32 ring big_cqe[0] holds bytes 8..15 of the returned
+ * payload (FENCE_EMIT's seqno, BUF_ALLOC's flags and handle, INFO's
+ * features). Waits run in io-wq instead of parking.
+ */
+struct tio_uring_inline {
+	__u64 result_ptr;
+	__u64 flags;
+	__u8 payload[TIO_CMD_PAYLOAD];
 };
 
 #define TIO_IOC_MAGIC	0xD4
