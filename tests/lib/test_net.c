@@ -88,9 +88,9 @@ static int pair_up(tio_net_worker_t *w, int sock, const char *peer, tio_net_ep_t
 	return ret;
 }
 
-static struct tio_tensor_desc desc_2d(void)
+static struct tio_desc desc_2d(void)
 {
-	struct tio_tensor_desc d = {
+	struct tio_desc d = {
 		.code = kDLFloat, .bits = 32, .lanes = 1, .ndim = 2,
 	};
 
@@ -106,7 +106,7 @@ static struct tio_tensor_desc desc_2d(void)
  */
 static void peer_main(int sock)
 {
-	struct tio_tensor_desc d = desc_2d();
+	struct tio_desc d = desc_2d();
 	tio_net_worker_t *w = NULL;
 	tio_net_ep_t *ep = NULL;
 	tio_net_mem_t *m = NULL;
@@ -211,7 +211,7 @@ static int ask_peer(int sock)
 
 TEST_F(net, desc_put_get_ranges)
 {
-	struct tio_tensor_desc want = desc_2d(), got;
+	struct tio_desc want = desc_2d(), got;
 	tio_net_rkey_t *rk;
 	tio_net_mem_t *m;
 	tio_buffer_t *b;
@@ -250,7 +250,7 @@ TEST_F(net, desc_put_get_ranges)
 
 TEST_F(net, completion_signals_stream_point)
 {
-	struct tio_tensor_desc got;
+	struct tio_desc got;
 	uint64_t s1, s2;
 	tio_net_rkey_t *rk;
 	tio_net_mem_t *m;
@@ -282,7 +282,7 @@ TEST_F(net, completion_signals_stream_point)
 
 TEST_F(net, bad_ranges_and_keys)
 {
-	struct tio_tensor_desc got;
+	struct tio_desc got;
 	tio_net_rkey_t *rk, *bad = NULL;
 	unsigned char junk[64] = { 1, 2, 3 };
 	tio_net_mem_t *m;
@@ -308,7 +308,7 @@ TEST_F(net, bad_ranges_and_keys)
 
 TEST_F(net, peer_killed_mid_transfer)
 {
-	struct tio_tensor_desc got;
+	struct tio_desc got;
 	struct timespec t0, t;
 	tio_net_rkey_t *rk;
 	tio_net_mem_t *m;

@@ -186,7 +186,7 @@ TIO_API int tio_net_get(tio_net_ep_t *ep, tio_net_mem_t *local, uint64_t local_o
  * Return: 0 or -1 (error raised; -ETIMEDOUT).
  */
 TIO_API int tio_net_send_desc(tio_net_ep_t *ep, tio_net_mem_t *m,
-			      const struct tio_tensor_desc *desc, uint64_t tag,
+			      const struct tio_desc *desc, uint64_t tag,
 			      int64_t timeout_ns);
 
 /**
@@ -200,7 +200,7 @@ TIO_API int tio_net_send_desc(tio_net_ep_t *ep, tio_net_mem_t *m,
  * Return: 0 or -1 (error raised; -ETIMEDOUT, -EINVAL for a bad message).
  */
 TIO_API int tio_net_recv_desc(tio_net_ep_t *ep, uint64_t tag, int64_t timeout_ns,
-			      struct tio_tensor_desc *desc, tio_net_rkey_t **out);
+			      struct tio_desc *desc, tio_net_rkey_t **out);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@
 struct tio_net_desc_msg {
 	uint32_t magic;
 	uint32_t keylen;
-	struct tio_tensor_desc desc;
+	struct tio_desc desc;
 };
 
 /* Wait for @op; on timeout cancel its request and wait for that. Lock held. */
@@ -33,7 +33,7 @@ static int tio_net_wait_or_cancel(tio_net_worker_t *w, struct tio_net_op *op,
 }
 
 int tio_net_send_desc(tio_net_ep_t *ep, tio_net_mem_t *m,
-		      const struct tio_tensor_desc *desc, uint64_t tag, int64_t timeout_ns)
+		      const struct tio_desc *desc, uint64_t tag, int64_t timeout_ns)
 {
 	ucp_request_param_t rp = {
 		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
@@ -97,7 +97,7 @@ static void tio_net_recv_cb(void *req, ucs_status_t st, const ucp_tag_recv_info_
 }
 
 int tio_net_recv_desc(tio_net_ep_t *ep, uint64_t tag, int64_t timeout_ns,
-		      struct tio_tensor_desc *desc, tio_net_rkey_t **out)
+		      struct tio_desc *desc, tio_net_rkey_t **out)
 {
 	ucp_tag_recv_info_t info = { 0 };
 	ucp_request_param_t rp = {

@@ -104,14 +104,14 @@ int tio_net_get(tio_net_ep_t *ep, tio_net_mem_t *local, uint64_t local_off,
 }
 
 int tio_net_send_desc(tio_net_ep_t *ep, tio_net_mem_t *m,
-		      const struct tio_tensor_desc *desc, uint64_t tag, int64_t timeout_ns)
+		      const struct tio_desc *desc, uint64_t tag, int64_t timeout_ns)
 {
 	(void)ep, (void)m, (void)desc, (void)tag, (void)timeout_ns;
 	return tio_net_none();
 }
 
 int tio_net_recv_desc(tio_net_ep_t *ep, uint64_t tag, int64_t timeout_ns,
-		      struct tio_tensor_desc *desc, tio_net_rkey_t **out)
+		      struct tio_desc *desc, tio_net_rkey_t **out)
 {
 	(void)ep, (void)tag, (void)timeout_ns, (void)desc, (void)out;
 	return tio_net_none();
