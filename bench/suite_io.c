@@ -25,7 +25,9 @@
  *                   configuration against the loader on the same file,
  *                   dropped from the page cache before each load; "first"
  *                   also empties the pinned cache, so that each load
- *                   populates fresh memory as a new process does.
+ *                   populates fresh memory as a new process does;
+ *                   "sharded" loads the same tensors cold from 4 shard
+ *                   files through a model.safetensors.index.json.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +70,18 @@ struct istate {
 	void *buf;
 	int pinned;
 	struct fio_cfg *best;	/* fio-best: the configuration found */
+	int shards;		/* safetensors-sharded: <path>.N and <path>.index.json */
 };
+
+#define ST_SHARDS 4
+
+static void shard_path(const struct istate *s, int i, char *out, size_t len)
+{
+	if (i < 0)
+		snprintf(out, len, "%s.index.json", s->path);
+	else
+		snprintf(out, len, "%s.%d", s->path, i);
+}
 
 static void io_teardown(struct bench_run *run)
 {
@@ -84,6 +97,12 @@ static void io_teardown(struct bench_run *run)
 	}
 	if (s->path[0])
 		unlink(s->path);
+	for (int i = -1; s->shards && i < s->shards; i++) {
+		char p[600];
+
+		shard_path(s, i, p, sizeof(p));
+		unlink(p);
+	}
 	free(s);
 	run->state = NULL;
 }
@@ -305,8 +324,8 @@ static int io_run(struct bench_run *run, uint64_t n)
 static struct {
 	const char *label;
 	char note[200];
-} st_rows[6] = { { "small" }, { "medium" }, { "large" }, { "medium" }, { "medium" },
-		 { "medium" } };
+} st_rows[7] = { { "small" }, { "medium" }, { "large" }, { "medium" }, { "medium" },
+		 { "medium" }, { "medium" } };
 
 /* Rows 3 and 4: the medium file cold (dropped from the page cache before
  * each load) and warm (read into it in setup); row 5 cold into fresh
@@ -314,6 +333,50 @@ static struct {
 #define ST_COLD 3
 #define ST_WARM 4
 #define ST_FIRST 5
+#define ST_SHARDED 6	/* cold, the same tensors in ST_SHARDS files and an index */
+
+/* The file's tensors again in ST_SHARDS files, and the index naming them. */
+static int st_write_shards(struct istate *s, char **names, const DLTensor **tv, uint64_t n)
+{
+	uint64_t per = (n + ST_SHARDS - 1) / ST_SHARDS, i;
+	char p[600];
+	const char *base;
+	FILE *f;
+	int k;
+
+	for (k = 0; k < ST_SHARDS && (uint64_t)k * per < n; k++) {
+		uint64_t first = (uint64_t)k * per, cnt = n - first < per ? n - first : per;
+
+		s->shards = k + 1;
+		shard_path(s, k, p, sizeof(p));
+		if (tio_safetensors_save(p, (const char *const *)names + first, tv + first,
+					 (int64_t)cnt))
+			return -1;
+	}
+	shard_path(s, -1, p, sizeof(p));
+	f = fopen(p, "we");
+	if (!f)
+		return -1;
+	base = strrchr(s->path, '/') ? strrchr(s->path, '/') + 1 : s->path;
+	fprintf(f, "{\"metadata\": {}, \"weight_map\": {");
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s\"%s\": \"%s.%llu\"", i ? ", " : "", names[i], base,
+			(unsigned long long)(i / per));
+	fprintf(f, "}}\n");
+	return fclose(f) ? -1 : 0;
+}
+
+/* Drop @path from the page cache. */
+static void st_drop(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		fdatasync(fd);
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		close(fd);
+	}
+}
 
 static const char *bench_dir(void)
 {
@@ -421,12 +484,20 @@ static int st_setup(struct bench_run *run)
 	}
 	if (!stat(s->path, &sb))
 		run->bytes = (uint64_t)sb.st_size;
+	if (row == ST_SHARDED && st_write_shards(s, names, tv, n)) {
+		err = bench_skip(run, "writing %d shards: %s", ST_SHARDS,
+				 tio_error_peek_raised() ?
+				 tio_error_message(tio_error_peek_raised()) : strerror(errno));
+		tio_error_clear();
+		goto out;
+	}
 	snprintf(st_rows[row].note, sizeof(st_rows[row].note),
 		 "tio_safetensors_load + free, %llu MiB file, %llu tensors, %s "
 		 "(ms = ns/op / 1e6; the pinned cache serves repeats)",
 		 (unsigned long long)(want >> 20), (unsigned long long)n,
 		 row == ST_COLD ? "cold: dropped from the page cache before each load" :
 		 row == ST_FIRST ? "first: cold, into fresh memory (pinned cache trimmed)" :
+		 row == ST_SHARDED ? "sharded: cold, 4 shards through model.safetensors.index.json" :
 		 row == ST_WARM ? "warm: in the page cache" :
 		 "O_DIRECT unless cached: from disk");
 	if (row == ST_WARM) {
@@ -459,18 +530,19 @@ static int st_run(struct bench_run *run, uint64_t n)
 	uint64_t i;
 
 	for (i = 0; i < n; i++) {
+		char p[600];
+		int k;
+
 		if (run->c->arg == ST_FIRST)
 			tio_pinned_trim();
-		if (run->c->arg == ST_COLD || run->c->arg == ST_FIRST) {
-			int fd = open(s->path, O_RDONLY | O_CLOEXEC);
-
-			if (fd >= 0) {
-				fdatasync(fd);
-				posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-				close(fd);
-			}
+		if (run->c->arg == ST_COLD || run->c->arg == ST_FIRST)
+			st_drop(s->path);
+		for (k = 0; k < s->shards; k++) {
+			shard_path(s, k, p, sizeof(p));
+			st_drop(p);
 		}
-		if (tio_safetensors_load(s->path, &st)) {
+		shard_path(s, -1, p, sizeof(p));
+		if (tio_safetensors_load_ex(s->shards ? p : s->path, NULL, &st)) {
 			int e = tio_errno();
 
 			tio_error_clear();
@@ -612,6 +684,10 @@ static struct bench_case cases[] = {
 	  .ref = "fio-best/medium", .target_ratio = 1 / 0.95,
 	  .note = st_rows[ST_FIRST].note, .setup = st_setup, .run = st_run,
 	  .teardown = io_teardown, .arg = ST_FIRST },
+	{ .suite = "io", .name = "safetensors-sharded/medium", .size = "medium",
+	  .ref = "fio-best/medium", .target_ratio = 1 / 0.95,
+	  .note = st_rows[ST_SHARDED].note, .setup = st_setup, .run = st_run,
+	  .teardown = io_teardown, .arg = ST_SHARDED },
 	IO("mmap-memcpy/medium", I_MMAP | IO_MEDIUM, "mmap-memcpy/medium", 0,
 	   "mmap + memcpy, page cache warm, safetensors/medium's size"),
 	{ .suite = "io", .name = "safetensors-warm/medium", .size = "medium",

@@ -761,7 +761,7 @@ static void lib_teardown(struct bench_run *run)
 static int lib_run(struct bench_run *run, uint64_t n)
 {
 	struct libst *s = run->state;
-	struct tio_info info;
+	struct tio_driver_info info;
 	uint64_t i, seq;
 
 	for (i = 0; i < n; i++) {

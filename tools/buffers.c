@@ -19,8 +19,8 @@ static const char *const kinds[] = { "?", "alloc", "user", "import" };
 
 static int print_buffer(const struct tioctl_opts *o, tio_buffer_t *buf, int fd)
 {
-	struct tio_tensor_desc d;
-	struct tio_buf_info info;
+	struct tio_desc d;
+	struct tio_buffer_info info;
 	struct json_object *j;
 	long long shape[TIO_MAX_NDIM];
 	const char *kind;
@@ -75,7 +75,7 @@ static int alloc_args(struct tioctl_opts *o, int argc, char **argv,
 		      tio_buffer_t **buf, int *hold)
 {
 	const char *dtype = NULL, *shape = NULL;
-	struct tio_tensor_desc desc;
+	struct tio_desc desc;
 	unsigned long long size;
 	int c, i;
 

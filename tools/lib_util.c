@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <linux/tensorio.h>
+#include <tensorio/buffer.h>
 #include <tensorio/context.h>
 #include <tensorio/dtype.h>
 #include <tensorio/error.h>
@@ -108,7 +109,7 @@ int tioctl_parse_size(const char *s, unsigned long long *out)
  *
  * Return: 0, or -1 after printing why.
  */
-int tioctl_parse_desc(const char *dtype, const char *shape, struct tio_tensor_desc *desc)
+int tioctl_parse_desc(const char *dtype, const char *shape, struct tio_desc *desc)
 {
 	DLDataType dt;
 	const char *p = shape;

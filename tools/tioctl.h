@@ -50,12 +50,12 @@ struct json_object *tioctl_json_shape(int ndim, const long long *shape);
 void tioctl_print_dtype(unsigned int code, unsigned int bits, unsigned int lanes);
 
 /* lib_util.c: subcommands that go through libtensorio */
-struct tio_tensor_desc;
+struct tio_desc;
 int tioctl_lib_ready(void);
 int tioctl_lib_operand(int argc, char **argv, int *idx);
 int tioctl_lib_err(const char *what);
 int tioctl_parse_size(const char *s, unsigned long long *out);
-int tioctl_parse_desc(const char *dtype, const char *shape, struct tio_tensor_desc *desc);
+int tioctl_parse_desc(const char *dtype, const char *shape, struct tio_desc *desc);
 int tioctl_get_fd(const char *spec);
 void tioctl_hold(void);
 

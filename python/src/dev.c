@@ -10,7 +10,7 @@
 
 int pt_dev_info(struct pt_info *out)
 {
-	struct tio_info i;
+	struct tio_driver_info i;
 
 	memset(out, 0, sizeof(*out));
 	out->backend = tio_backend_name();
@@ -41,7 +41,7 @@ int pt_buffer_view(tio_buffer_t *buf, int ndim, const int64_t *shape,
 		   const int64_t *strides, DLDataType dt, uint64_t offset,
 		   tio_object_t **out)
 {
-	struct tio_tensor_desc d;
+	struct tio_desc d;
 	int i;
 
 	if (tio_desc_init(&d, dt, ndim, shape))
@@ -59,7 +59,7 @@ int pt_buffer_view(tio_buffer_t *buf, int ndim, const int64_t *shape,
 
 int pt_empty(int ndim, const int64_t *shape, DLDataType dt, tio_object_t **out)
 {
-	struct tio_tensor_desc d;
+	struct tio_desc d;
 	tio_buffer_t *buf;
 	int ret;
 

@@ -12,9 +12,9 @@
 #include "kselftest_harness.h"
 #include "dev_test.h"
 
-static struct tio_tensor_desc f32_desc(int64_t rows, int64_t cols)
+static struct tio_desc f32_desc(int64_t rows, int64_t cols)
 {
-	struct tio_tensor_desc d;
+	struct tio_desc d;
 
 	memset(&d, 0, sizeof(d));
 	d.code = TIO_DTYPE_FLOAT;
@@ -87,7 +87,7 @@ DEV_FIXTURE(buf);
 
 TEST_F(buf, driver_info)
 {
-	struct tio_info info;
+	struct tio_driver_info info;
 
 	ASSERT_OK(tio_driver_info(&info));
 	EXPECT_EQ(TIO_UAPI_VERSION_MAJOR, info.version >> 16);
@@ -100,7 +100,7 @@ TEST_F(buf, driver_info)
 TEST_F(buf, alloc_is_zeroed_page_rounded_and_mapped)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	struct tio_buf_info info;
+	struct tio_buffer_info info;
 	tio_buffer_t *b;
 	unsigned char *p;
 	size_t i;
@@ -123,8 +123,8 @@ TEST_F(buf, alloc_is_zeroed_page_rounded_and_mapped)
 
 TEST_F(buf, alloc_errors)
 {
-	struct tio_tensor_desc d = f32_desc(1024, 2);
-	struct tio_info info;
+	struct tio_desc d = f32_desc(1024, 2);
+	struct tio_driver_info info;
 	tio_buffer_t *b = NULL;
 
 	ASSERT_EQ(-1, tio_buffer_alloc(0, NULL, &b));
@@ -143,8 +143,8 @@ TEST_F(buf, alloc_errors)
 
 TEST_F(buf, descriptors_set_read_back_and_cleared)
 {
-	struct tio_tensor_desc d = f32_desc(16, 16), got;
-	struct tio_buf_info info;
+	struct tio_desc d = f32_desc(16, 16), got;
+	struct tio_buffer_info info;
 	tio_buffer_t *b;
 
 	ASSERT_OK(tio_buffer_alloc(1024, &d, &b));
@@ -180,7 +180,7 @@ TEST_F(buf, descriptors_set_read_back_and_cleared)
 TEST_F(buf, pin_user_memory)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	struct tio_buf_info info;
+	struct tio_buffer_info info;
 	tio_buffer_t *b = NULL;
 	char *mem, *hole;
 
@@ -260,7 +260,7 @@ TEST_F(buf, import_errors)
 
 TEST_F(buf, tensor_keeps_its_buffer_alive)
 {
-	struct tio_tensor_desc d = f32_desc(4, 8);
+	struct tio_desc d = f32_desc(4, 8);
 	DLManagedTensorVersioned *mt;
 	tio_object_t *t;
 	tio_buffer_t *b;
@@ -285,7 +285,7 @@ TEST_F(buf, tensor_keeps_its_buffer_alive)
 
 TEST_F(buf, dlpack_needs_a_descriptor)
 {
-	struct tio_tensor_desc d = f32_desc(2, 2);
+	struct tio_desc d = f32_desc(2, 2);
 	DLManagedTensorVersioned *mt;
 	tio_buffer_t *b;
 
@@ -373,7 +373,7 @@ TEST_F(buf, desc_init_sizes_an_allocation)
 {
 	DLDataType f32 = { kDLFloat, 32, 1 };
 	int64_t shape[2] = { 3, 1000 }, bad[1] = { -1 };
-	struct tio_tensor_desc d;
+	struct tio_desc d;
 	tio_buffer_t *b = NULL;
 	uint64_t bytes;
 
@@ -395,10 +395,10 @@ TEST_F(buf, desc_init_sizes_an_allocation)
 TEST_F(buf, ffi_globals_pin_and_set_desc)
 {
 	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-	struct tio_tensor_desc d = f32_desc(4, 8), got;
+	struct tio_desc d = f32_desc(4, 8), got;
 	tio_object_t *pin, *set_desc, *info;
 	tio_any_t args[3], ret = tio_any_none(), v = tio_any_none();
-	struct tio_buf_info bi;
+	struct tio_buffer_info bi;
 	char *mem;
 
 	mem = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

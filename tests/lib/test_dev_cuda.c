@@ -283,7 +283,7 @@ TEST_F(cuda, copy_registered)
 {
 	size_t n = 256 << 10, i;
 	tio_object_t *dev, *host_in, *host_out;
-	struct tio_tensor_desc desc;
+	struct tio_desc desc;
 	tio_buffer_t *bin, *bout;
 	tio_gpu_stream_t *cs;
 	int64_t shape = (int64_t)n / 4;

@@ -34,7 +34,7 @@ DEV_FIXTURE(ml)
 TEST_F(ml, rlimit_memlock_is_named)
 {
 	struct rlimit rl = { 1 << 20, 1 << 20 };
-	struct tio_info before, after;
+	struct tio_driver_info before, after;
 	tio_buffer_t *b;
 
 	ASSERT_EQ(0, drop_ipc_lock());
@@ -57,7 +57,7 @@ TEST_F(ml, rlimit_memlock_is_named)
 /* The user backend's largest buffer is the machine's memory by default. */
 TEST_F(ml, user_cap_is_the_memory)
 {
-	struct tio_info i;
+	struct tio_driver_info i;
 	long pages = sysconf(_SC_PHYS_PAGES), pg = sysconf(_SC_PAGESIZE);
 	tio_buffer_t *b;
 
@@ -72,7 +72,7 @@ TEST_F(ml, user_cap_is_the_memory)
 /* Raised past it, 1 TiB is still refused before the memfd grows. */
 TEST(one_tib_past_the_memory_available)
 {
-	struct tio_info i;
+	struct tio_driver_info i;
 	tio_buffer_t *b;
 
 	ASSERT_EQ(0, setenv("TIO_MAX_BUF_SIZE", "0x10000000000", 1));

@@ -24,9 +24,9 @@
 	tio_object_decref(e_);						\
 } while (0)
 
-static struct tio_tensor_desc u8_desc(int64_t n)
+static struct tio_desc u8_desc(int64_t n)
 {
-	struct tio_tensor_desc d;
+	struct tio_desc d;
 
 	memset(&d, 0, sizeof(d));
 	d.code = TIO_DTYPE_UINT;
@@ -56,9 +56,9 @@ static const struct {
 	{ F_STRIDE, 2, "strides[0] set without TIO_DESC_F_STRIDED" },
 };
 
-static struct tio_tensor_desc spoiled(int field, int64_t v)
+static struct tio_desc spoiled(int field, int64_t v)
 {
-	struct tio_tensor_desc d = u8_desc(16);
+	struct tio_desc d = u8_desc(16);
 
 	switch (field) {
 	case F_NDIM: d.ndim = (uint16_t)v; break;
@@ -75,7 +75,7 @@ static struct tio_tensor_desc spoiled(int field, int64_t v)
 /* Each descriptor fault names the field; all stay EINVAL ValueErrors. */
 TEST_F(msg, set_desc_names_the_field)
 {
-	struct tio_tensor_desc d;
+	struct tio_desc d;
 	tio_buffer_t *b;
 	size_t i;
 
@@ -94,7 +94,7 @@ TEST_F(msg, set_desc_names_the_field)
 /* Bytes needed against bytes there, not "Numerical result out of range". */
 TEST_F(msg, desc_too_big_says_how_many_bytes)
 {
-	struct tio_tensor_desc d = u8_desc(5000);
+	struct tio_desc d = u8_desc(5000);
 	tio_buffer_t *b;
 
 	ASSERT_OK(tio_buffer_alloc(4096, NULL, &b));

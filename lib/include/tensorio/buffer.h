@@ -30,6 +30,52 @@ typedef struct tio_buffer tio_buffer_t;
 typedef struct tio_stream tio_stream_t;
 
 /**
+ * struct tio_desc - a tensor descriptor
+ * @code: DLPack type code (TIO_DTYPE_*)
+ * @bits: bits per lane
+ * @lanes: lanes per element
+ * @ndim: dimensions, 0 ... TIO_MAX_NDIM
+ * @flags: TIO_DESC_F_*
+ * @byte_offset: where the tensor starts in the buffer
+ * @shape: the first @ndim sizes
+ * @strides: the first @ndim strides in elements (with TIO_DESC_F_STRIDED)
+ *
+ * The library's own type: the library hands the driver its uapi
+ * struct tio_desc, converting where the two differ, so the
+ * library's ABI does not move when the uapi grows.
+ */
+struct tio_desc {
+	uint8_t code;
+	uint8_t bits;
+	uint16_t lanes;
+	uint16_t ndim;
+	uint16_t flags;
+	uint64_t byte_offset;
+	int64_t shape[TIO_MAX_NDIM];
+	int64_t strides[TIO_MAX_NDIM];
+};
+
+/**
+ * struct tio_buffer_info - what the backend knows of a buffer
+ * @handle: the backend's handle
+ * @kind: TIO_BUF_KIND_*
+ * @state: TIO_BUF_S_* (the driver's; the user backend's emulation)
+ * @size: bytes
+ * @mmap_offset: where the buffer maps through the device
+ *
+ * The library's own type (see struct tio_desc), not the uapi's
+ * struct tio_buf_info.
+ */
+struct tio_buffer_info {
+	uint32_t handle;
+	uint32_t kind;
+	uint32_t state;
+	uint32_t reserved;
+	uint64_t size;
+	uint64_t mmap_offset;
+};
+
+/**
  * tio_buffer_alloc() - allocate zeroed pinned memory
  * @size: bytes, rounded up to whole pages; 0 with @desc: the bytes @desc
  *	reaches (tio_desc_nbytes())
@@ -39,7 +85,7 @@ typedef struct tio_stream tio_stream_t;
  * Return: 0, or -1 with an error raised (EINVAL for size 0 or a bad
  * descriptor, E2BIG above the limit, ENOMEM when RLIMIT_MEMLOCK is spent).
  */
-TIO_API int tio_buffer_alloc(size_t size, const struct tio_tensor_desc *desc,
+TIO_API int tio_buffer_alloc(size_t size, const struct tio_desc *desc,
 			     tio_buffer_t **out);
 
 /**
@@ -103,8 +149,8 @@ TIO_API uint32_t tio_buffer_handle(const tio_buffer_t *buf);
  *
  * Return: 0, or -1 with an error raised.
  */
-TIO_API int tio_buffer_info(tio_buffer_t *buf, struct tio_buf_info *info,
-			    struct tio_tensor_desc *desc);
+TIO_API int tio_buffer_info(tio_buffer_t *buf, struct tio_buffer_info *info,
+			    struct tio_desc *desc);
 
 /**
  * tio_buffer_set_desc() - attach or (with NULL) drop a tensor descriptor
@@ -113,7 +159,7 @@ TIO_API int tio_buffer_info(tio_buffer_t *buf, struct tio_buf_info *info,
  *
  * Return: 0, or -1 with an error raised (EINVAL, ERANGE, EOVERFLOW).
  */
-TIO_API int tio_buffer_set_desc(tio_buffer_t *buf, const struct tio_tensor_desc *desc);
+TIO_API int tio_buffer_set_desc(tio_buffer_t *buf, const struct tio_desc *desc);
 
 /**
  * tio_buffer_attach_fence() - add a stream point to the buffer's
@@ -155,7 +201,7 @@ TIO_API void tio_buffer_decref(tio_buffer_t *buf);
  *
  * Return: 0, or -1 with an error raised (EINVAL when no descriptor).
  */
-TIO_API int tio_buffer_to_dlpack(tio_buffer_t *buf, const struct tio_tensor_desc *desc,
+TIO_API int tio_buffer_to_dlpack(tio_buffer_t *buf, const struct tio_desc *desc,
 				 DLManagedTensorVersioned **out);
 
 /**
@@ -167,7 +213,7 @@ TIO_API int tio_buffer_to_dlpack(tio_buffer_t *buf, const struct tio_tensor_desc
  *
  * Return: 0, or -1 with an error raised.
  */
-TIO_API int tio_buffer_tensor(tio_buffer_t *buf, const struct tio_tensor_desc *desc,
+TIO_API int tio_buffer_tensor(tio_buffer_t *buf, const struct tio_desc *desc,
 			      tio_object_t **out);
 
 /**
@@ -177,7 +223,7 @@ TIO_API int tio_buffer_tensor(tio_buffer_t *buf, const struct tio_tensor_desc *d
  *
  * Return: 0, or -1 with an error raised (EINVAL, EOVERFLOW, ERANGE).
  */
-TIO_API int tio_desc_check(const struct tio_tensor_desc *desc, uint64_t size);
+TIO_API int tio_desc_check(const struct tio_desc *desc, uint64_t size);
 
 /**
  * tio_desc_init() - a dense descriptor of a dtype and a shape
@@ -188,7 +234,7 @@ TIO_API int tio_desc_check(const struct tio_tensor_desc *desc, uint64_t size);
  *
  * Return: 0, or -1 with an error raised (a bad dtype or shape).
  */
-TIO_API int tio_desc_init(struct tio_tensor_desc *desc, DLDataType dtype, int ndim,
+TIO_API int tio_desc_init(struct tio_desc *desc, DLDataType dtype, int ndim,
 			  const int64_t *shape);
 
 /**
@@ -200,7 +246,7 @@ TIO_API int tio_desc_init(struct tio_tensor_desc *desc, DLDataType dtype, int nd
  *
  * Return: 0, or -1 with an error raised.
  */
-TIO_API int tio_desc_nbytes(const struct tio_tensor_desc *desc, uint64_t *bytes);
+TIO_API int tio_desc_nbytes(const struct tio_desc *desc, uint64_t *bytes);
 
 #ifdef __cplusplus
 }

@@ -56,12 +56,34 @@ TIO_API int tio_backend(void);
 TIO_API const char *tio_backend_name(void);
 
 /**
+ * struct tio_driver_info - the driver's version, features and limits
+ * @version: TIO_UAPI_VERSION of the driver (major << 16 | minor)
+ * @features: TIO_FEAT_* (uapi/linux/tensorio.h)
+ * @max_buf_size: largest buffer, bytes
+ * @max_pinned: pinned bytes allowed to one file
+ * @pinned: pinned bytes now
+ * @max_submit: records in one SUBMIT
+ *
+ * The library's own type, not the uapi's struct tio_info: the library's
+ * ABI moves only with its own symbol versions, never because the driver's
+ * structure grows.
+ */
+struct tio_driver_info {
+	uint32_t version;
+	uint32_t max_submit;
+	uint64_t features;
+	uint64_t max_buf_size;
+	uint64_t max_pinned;
+	uint64_t pinned;
+};
+
+/**
  * tio_driver_info() - the driver's version, features and limits
  * @out: filled in (the user backend reports what it emulates)
  *
  * Return: 0, or -1 with an error raised.
  */
-TIO_API int tio_driver_info(struct tio_info *out);
+TIO_API int tio_driver_info(struct tio_driver_info *out);
 
 /**
  * tio_shutdown() - close the context and its backend

@@ -90,10 +90,10 @@ tio_buffer_new(enum tio_cmd_id id, const int64_t *v, int32_t n,
 	return 0;
 }
 
-int tio_buffer_alloc(size_t size, const struct tio_tensor_desc *desc,
+int tio_buffer_alloc(size_t size, const struct tio_desc *desc,
 		     tio_buffer_t **out)
 {
-	int64_t v[2] = { (int64_t)size, (int64_t)(uintptr_t)desc };
+	int64_t v[2] = { (int64_t)size, (int64_t)(uintptr_t)tio_desc_uapi(desc) };
 	uint64_t bytes;
 
 	/* No size: the descriptor's. */
@@ -178,21 +178,29 @@ uint32_t tio_buffer_handle(const tio_buffer_t *buf)
 	return (uint32_t)buf->handle;
 }
 
-int tio_buffer_info(tio_buffer_t *buf, struct tio_buf_info *info,
-		    struct tio_tensor_desc *desc)
+int tio_buffer_info(tio_buffer_t *buf, struct tio_buffer_info *info,
+		    struct tio_desc *desc)
 {
-	int64_t v[2] = { 0, (int64_t)(uintptr_t)desc };
+	int64_t v[2] = { 0, (int64_t)(uintptr_t)tio_desc_uapi(desc) };
+	struct tio_buf_info bi;
 	struct tio_cmd c;
 
 	if (tio_buffer_cmd(TIO_CMD_BUF_INFO, buf, v, 2, &c))
 		return -1;
-	memcpy(info, c.payload.bytes, sizeof(*info));
+	memcpy(&bi, c.payload.bytes, sizeof(bi));
+	memset(info, 0, sizeof(*info));
+	info->handle = bi.handle;
+	info->kind = bi.kind;
+	info->state = bi.state;
+	info->size = bi.size;
+	info->mmap_offset = bi.mmap_offset;
 	return 0;
 }
 
-int tio_buffer_set_desc(tio_buffer_t *buf, const struct tio_tensor_desc *desc)
+int tio_buffer_set_desc(tio_buffer_t *buf, const struct tio_desc *desc)
 {
-	int64_t v[3] = { 0, (int64_t)(uintptr_t)desc, desc ? 0 : TIO_DESC_CLEAR };
+	int64_t v[3] = { 0, (int64_t)(uintptr_t)tio_desc_uapi(desc),
+			  desc ? 0 : TIO_DESC_CLEAR };
 	struct tio_cmd c;
 
 	return tio_buffer_cmd(TIO_CMD_BUF_SET_DESC, buf, v, 3, &c);
@@ -247,12 +255,12 @@ static void tio_buf_dlpack_delete(DLManagedTensorVersioned *mt)
 	free(d);
 }
 
-int tio_buffer_to_dlpack(tio_buffer_t *buf, const struct tio_tensor_desc *desc,
+int tio_buffer_to_dlpack(tio_buffer_t *buf, const struct tio_desc *desc,
 			 DLManagedTensorVersioned **out)
 {
-	struct tio_tensor_desc own;
+	struct tio_desc own;
 	struct tio_buf_dlpack *d;
-	struct tio_buf_info info;
+	struct tio_buffer_info info;
 	unsigned int i;
 	void *data;
 	int ret;
@@ -265,7 +273,7 @@ int tio_buffer_to_dlpack(tio_buffer_t *buf, const struct tio_tensor_desc *desc,
 				"buffer %lld has no tensor descriptor", (long long)buf->handle);
 		desc = &own;
 	}
-	ret = tio_desc_validate(desc, (uint64_t)buf->size);
+	ret = tio_desc_validate(tio_desc_uapi(desc), (uint64_t)buf->size);
 	if (ret)
 		return tio_raise_errno(ret, "tensor descriptor over buffer %lld",
 				       (long long)buf->handle);
@@ -300,7 +308,7 @@ int tio_buffer_to_dlpack(tio_buffer_t *buf, const struct tio_tensor_desc *desc,
 	return 0;
 }
 
-int tio_buffer_tensor(tio_buffer_t *buf, const struct tio_tensor_desc *desc,
+int tio_buffer_tensor(tio_buffer_t *buf, const struct tio_desc *desc,
 		      tio_object_t **out)
 {
 	DLManagedTensorVersioned *mt;

@@ -153,14 +153,24 @@ const char *tio_backend_name(void)
 	return ctx ? ctx->ops->name : NULL;
 }
 
-int tio_driver_info(struct tio_info *out)
+int tio_driver_info(struct tio_driver_info *out)
 {
 	struct tio_ctx *ctx = tio_ctx_get();
+	struct tio_info i;
 
 	if (!ctx)
 		return -1;
-	memset(out, 0, sizeof(*out));
-	return tio_exec(ctx, &tio_cmds[TIO_CMD_INFO], out);
+	memset(&i, 0, sizeof(i));
+	if (tio_exec(ctx, &tio_cmds[TIO_CMD_INFO], &i))
+		return -1;
+	/* Field by field: the library's type, not the uapi's. */
+	out->version = i.version;
+	out->max_submit = i.max_submit;
+	out->features = i.features;
+	out->max_buf_size = i.max_buf_size;
+	out->max_pinned = i.max_pinned;
+	out->pinned = i.pinned;
+	return 0;
 }
 
 int tio_shutdown(void)

@@ -5,6 +5,7 @@
  * and callers can check a descriptor before sending it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -157,15 +158,25 @@ int tio_desc_explain(const struct tio_tensor_desc *d, uint64_t size, char *why, 
  *
  * Return: 0, -EINVAL, -EOVERFLOW or -ERANGE.
  */
+/* The library's descriptor is the driver's, field for field (tio_desc_uapi()). */
+#define TIO_DESC_SAME(f) \
+	(offsetof(struct tio_desc, f) == offsetof(struct tio_tensor_desc, f) && \
+	 sizeof(((struct tio_desc *)0)->f) == sizeof(((struct tio_tensor_desc *)0)->f))
+_Static_assert(sizeof(struct tio_desc) == sizeof(struct tio_tensor_desc) &&
+	       TIO_DESC_SAME(code) && TIO_DESC_SAME(bits) && TIO_DESC_SAME(lanes) &&
+	       TIO_DESC_SAME(ndim) && TIO_DESC_SAME(flags) && TIO_DESC_SAME(byte_offset) &&
+	       TIO_DESC_SAME(shape) && TIO_DESC_SAME(strides),
+	       "struct tio_desc and the uapi's struct tio_tensor_desc differ: convert in tio_desc_uapi()");
+
 int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size)
 {
 	return tio_desc_explain(d, size, NULL, 0);
 }
 
-int tio_desc_nbytes(const struct tio_tensor_desc *desc, uint64_t *bytes)
+int tio_desc_nbytes(const struct tio_desc *desc, uint64_t *bytes)
 {
 	char why[160];
-	int ret = desc_span(desc, bytes, why, sizeof(why));
+	int ret = desc_span(tio_desc_uapi(desc), bytes, why, sizeof(why));
 
 	if (ret)
 		return tio_raise_errno(ret, "tensor descriptor: %s", why);
@@ -173,7 +184,7 @@ int tio_desc_nbytes(const struct tio_tensor_desc *desc, uint64_t *bytes)
 	return 0;
 }
 
-int tio_desc_init(struct tio_tensor_desc *desc, DLDataType dtype, int ndim,
+int tio_desc_init(struct tio_desc *desc, DLDataType dtype, int ndim,
 		  const int64_t *shape)
 {
 	uint64_t bytes;
@@ -192,14 +203,14 @@ int tio_desc_init(struct tio_tensor_desc *desc, DLDataType dtype, int ndim,
 	return tio_desc_nbytes(desc, &bytes);
 }
 
-int tio_desc_check(const struct tio_tensor_desc *desc, uint64_t size)
+int tio_desc_check(const struct tio_desc *desc, uint64_t size)
 {
 	char why[160];
 	int ret;
 
 	if (!desc)
 		return tio_raise_errno(EINVAL, "tio_desc_check: NULL descriptor");
-	ret = tio_desc_explain(desc, size, why, sizeof(why));
+	ret = tio_desc_explain(tio_desc_uapi(desc), size, why, sizeof(why));
 	if (ret)
 		return tio_raise_errno(ret, "tensor descriptor over %llu bytes: %s",
 				       (unsigned long long)size, why);

@@ -195,6 +195,17 @@ const char *tio_op_name(unsigned int op);
 /* The payload size of a command, 0 for an unknown one. */
 size_t tio_op_size(unsigned int op);
 
+/*
+ * desc.c: the library's descriptor (struct tio_desc) as the driver's
+ * (struct tio_tensor_desc). Today the two have one layout (desc.c checks
+ * it field by field), so this is a cast; when the uapi's grows, the
+ * conversion goes here.
+ */
+static inline const struct tio_tensor_desc *tio_desc_uapi(const struct tio_desc *d)
+{
+	return (const struct tio_tensor_desc *)(const void *)d;
+}
+
 /* desc.c: the driver's descriptor check, in userspace. */
 int tio_desc_validate(const struct tio_tensor_desc *d, uint64_t size);
 int tio_desc_explain(const struct tio_tensor_desc *d, uint64_t size, char *why, size_t len);

@@ -16,7 +16,7 @@
 /* One tensor; @begin, @end count from its shard's data start. */
 struct st_entry {
 	char *name;
-	struct tio_tensor_desc desc;
+	struct tio_desc desc;
 	uint64_t begin, end;
 	uint8_t code;		/* the DLPack code (desc carries a checkable one) */
 	int shard;
