@@ -299,6 +299,58 @@ static int check_records(struct bench_run *run, struct ovh *s,
 	return 0;
 }
 
+/* A CQE's check: 0, or bench_fail()'s error. */
+typedef int (*cqe_check)(struct bench_run *run, struct ovh *s,
+			 const struct io_uring_cqe *cqe);
+
+static int plain_cqe(struct bench_run *run, struct ovh *s,
+		     const struct io_uring_cqe *cqe)
+{
+	return cqe->res < 0 ? bench_fail(run, -cqe->res, "uring_cmd") : 0;
+}
+
+/* Inline commands' results: BUF_ALLOC's handle, FENCE_EMIT's seqno. */
+static int inline_cqe(struct bench_run *run, struct ovh *s,
+		      const struct io_uring_cqe *cqe)
+{
+	if (cqe->res < 0)
+		return bench_fail(run, -cqe->res, "inline uring_cmd");
+	if (s->kind == K_BUF)
+		s->handles[cqe->user_data] = cqe->big_cqe[0] >> 32;
+	if (s->kind == K_FENCE && !(cqe->user_data & 1) &&
+	    cqe->big_cqe[0] != s->next_seq + cqe->user_data / 2)
+		return bench_fail(run, EPROTO, "emit gave seqno %llu",
+				  (unsigned long long)cqe->big_cqe[0]);
+	return 0;
+}
+
+/* Reap @want CQEs, each passing @check. */
+static int reap_cqes(struct bench_run *run, struct ovh *s, unsigned int want,
+		     cqe_check check)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int got = 0;
+	int ret;
+
+	while (got < want) {
+		unsigned int head, seen = 0;
+
+		io_uring_for_each_cqe(&s->ring, head, cqe) {
+			ret = check(run, s, cqe);
+			if (ret) {
+				io_uring_cq_advance(&s->ring, seen + 1);
+				return ret;
+			}
+			seen++;
+		}
+		io_uring_cq_advance(&s->ring, seen);
+		got += seen;
+		if (got < want && (ret = io_uring_wait_cqe(&s->ring, &cqe)))
+			return bench_fail(run, -ret, "io_uring_wait_cqe");
+	}
+	return 0;
+}
+
 /*
  * One SQE128 uring_cmd per command with the payload in the SQE; what a
  * command returns comes back in res and big_cqe[0] (bytes 8..15 of its
@@ -306,8 +358,7 @@ static int check_records(struct bench_run *run, struct ovh *s,
  */
 static int run_inline(struct bench_run *run, struct ovh *s, int round)
 {
-	unsigned int i, n = 0, got = 0;
-	struct io_uring_cqe *cqe;
+	unsigned int i, n = 0;
 	int ret;
 
 	for (i = 0; i < s->batch; i++) {
@@ -356,29 +407,9 @@ static int run_inline(struct bench_run *run, struct ovh *s, int round)
 	ret = io_uring_submit_and_wait(&s->ring, n);
 	if (ret < 0)
 		return bench_fail(run, -ret, "io_uring_submit_and_wait");
-	while (got < n) {
-		unsigned int head, seen = 0;
-
-		io_uring_for_each_cqe(&s->ring, head, cqe) {
-			if (cqe->res < 0) {
-				io_uring_cq_advance(&s->ring, seen + 1);
-				return bench_fail(run, -cqe->res, "inline uring_cmd");
-			}
-			if (s->kind == K_BUF && !round)
-				s->handles[cqe->user_data] = cqe->big_cqe[0] >> 32;
-			if (s->kind == K_FENCE && !(cqe->user_data & 1) &&
-			    cqe->big_cqe[0] != s->next_seq + cqe->user_data / 2) {
-				io_uring_cq_advance(&s->ring, seen + 1);
-				return bench_fail(run, EPROTO, "emit gave seqno %llu",
-						  (unsigned long long)cqe->big_cqe[0]);
-			}
-			seen++;
-		}
-		io_uring_cq_advance(&s->ring, seen);
-		got += seen;
-		if (got < n && (ret = io_uring_wait_cqe(&s->ring, &cqe)))
-			return bench_fail(run, -ret, "io_uring_wait_cqe");
-	}
+	ret = reap_cqes(run, s, n, round ? plain_cqe : inline_cqe);
+	if (ret)
+		return ret;
 	if (s->kind == K_FENCE)
 		s->next_seq += s->batch;
 	return 0;
@@ -388,8 +419,7 @@ static int run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
 		     unsigned int n, int vector)
 {
 	struct tio_submit sub = { 0 };
-	struct io_uring_cqe *cqe;
-	unsigned int i, got = 0, want = vector ? 1 : n;
+	unsigned int i, want = vector ? 1 : n;
 	int ret;
 
 	if (vector) {
@@ -413,21 +443,9 @@ static int run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
 	ret = io_uring_submit_and_wait(&s->ring, want);
 	if (ret < 0)
 		return bench_fail(run, -ret, "io_uring_submit_and_wait");
-	while (got < want) {
-		unsigned int head, seen = 0;
-
-		io_uring_for_each_cqe(&s->ring, head, cqe) {
-			if (cqe->res < 0) {
-				io_uring_cq_advance(&s->ring, seen + 1);
-				return bench_fail(run, -cqe->res, "uring_cmd");
-			}
-			seen++;
-		}
-		io_uring_cq_advance(&s->ring, seen);
-		got += seen;
-		if (got < want && (ret = io_uring_wait_cqe(&s->ring, &cqe)))
-			return bench_fail(run, -ret, "io_uring_wait_cqe");
-	}
+	ret = reap_cqes(run, s, want, plain_cqe);
+	if (ret)
+		return ret;
 	return vector ? check_records(run, s, &sub, n) : 0;
 }
 

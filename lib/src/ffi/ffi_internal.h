@@ -112,6 +112,13 @@ int tio__str_array(char **names, size_t n, tio_any_t *out);
 /* The global-function lookup cache of the calling thread. */
 void tio__func_cache_flush(void);
 
+/*
+ * object.c: what tio_debug_live_objects() calls first, so that a cache
+ * above the object layer (the function cache) drops the references it
+ * holds; set once, by that layer, without object.c depending on it.
+ */
+void tio__live_set_flush(void (*flush)(void));
+
 /* A process-lifetime Function (not counted as live). */
 int tio__func_new_permanent(tio_safe_call_t call, void *self, tio_object_t **out);
 

@@ -61,6 +61,8 @@ static void cache_key_init(void)
 {
 	if (pthread_key_create(&cache_key, cache_free))
 		abort();
+	/* The cache holds references: drop them before objects are counted. */
+	tio__live_set_flush(tio__func_cache_flush);
 }
 
 void tio__func_cache_flush(void)

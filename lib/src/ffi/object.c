@@ -55,12 +55,21 @@ void tio__live_register(void)
 	pthread_setspecific(live_key, s);
 }
 
+static void (*live_flush)(void);
+
+void tio__live_set_flush(void (*flush)(void))
+{
+	__atomic_store_n(&live_flush, flush, __ATOMIC_RELEASE);
+}
+
 int64_t tio_debug_live_objects(void)
 {
+	void (*flush)(void) = __atomic_load_n(&live_flush, __ATOMIC_ACQUIRE);
 	struct tio_live_slot *s;
 	int64_t n;
 
-	tio__func_cache_flush();
+	if (flush)
+		flush();
 	pthread_mutex_lock(&live_lock);
 	n = live_exited;
 	for (s = live_head.next; s != &live_head; s = s->next)
