@@ -26,9 +26,10 @@ static void tio_buffer_release(struct tio_obj *obj)
 
 	switch (buf->kind) {
 	case TIO_BUF_KIND_ALLOC:
+		/* Mappings and pins of the pages hold references of their own. */
 		for (i = 0; buf->pages && i < buf->npages; i++)
 			if (buf->pages[i])
-				__free_page(buf->pages[i]);
+				put_page(buf->pages[i]);
 		break;
 	case TIO_BUF_KIND_USER:
 		if (buf->pages)
@@ -135,9 +136,18 @@ void tio_buffer_free_struct(struct tio_buffer *buf)
 }
 
 /*
- * Device-fd and dma-buf mappings of ALLOC and USER buffers: VM_PFNMAP, so
- * the pages are never reached through get_user_pages() of the mapping,
- * filled on fault. Each vma holds a buffer reference.
+ * Device-fd and dma-buf mappings of ALLOC and USER buffers, filled on
+ * fault. Each vma holds a buffer reference.
+ *
+ * ALLOC pages are ours (never anonymous, never page cache), so the fault
+ * hands out the page itself with a reference of its own: the mapping is an
+ * ordinary page-backed one that get_user_pages() accepts (ibv_reg_mr(),
+ * O_DIRECT, io_uring fixed buffers, BUF_PIN_USER). A page outlives the
+ * buffer for as long as a mapping or a pin holds it; the last put frees it.
+ *
+ * USER pages belong to an anonymous or file mapping of their owner; their
+ * rmap must not gain a second, shared-file identity, so they are mapped
+ * VM_PFNMAP (raw page frames, invisible to get_user_pages()).
  */
 static void tio_buffer_vm_open(struct vm_area_struct *vma)
 {
@@ -157,11 +167,18 @@ static void tio_buffer_vm_close(struct vm_area_struct *vma)
 static vm_fault_t tio_buffer_vm_fault(struct vm_fault *vmf)
 {
 	struct tio_buffer *buf = vmf->vma->vm_private_data;
+	struct page *page;
 
 	if (vmf->pgoff >= buf->npages)
 		return VM_FAULT_SIGBUS;
-	return vmf_insert_pfn(vmf->vma, vmf->address,
-			      page_to_pfn(buf->pages[vmf->pgoff]));
+	page = buf->pages[vmf->pgoff];
+	if (buf->kind != TIO_BUF_KIND_ALLOC)
+		return vmf_insert_pfn(vmf->vma, vmf->address,
+				      page_to_pfn(page));
+	/* The core maps it (unlocked: it locks it) and owns this reference. */
+	get_page(page);
+	vmf->page = page;
+	return 0;
 }
 
 static const struct vm_operations_struct tio_buffer_vm_ops = {
@@ -177,9 +194,9 @@ static const struct vm_operations_struct tio_buffer_vm_ops = {
  *
  * Context: mmap_lock held for writing.
  * Return: 0; -EINVAL when the range exceeds the buffer or the mapping is
- * private (a copy-on-write VM_PFNMAP mapping would hit a BUG_ON in
- * vmf_insert_pfn() on its first fault); -EACCES for a writable mapping of
- * a read-only buffer.
+ * private (a copy-on-write copy would not be the buffer, and for a
+ * VM_PFNMAP mapping would hit a BUG_ON in vmf_insert_pfn() on its first
+ * fault); -EACCES for a writable mapping of a read-only buffer.
  */
 int tio_buffer_vma_setup(struct tio_buffer *buf, struct vm_area_struct *vma)
 {
@@ -194,7 +211,9 @@ int tio_buffer_vma_setup(struct tio_buffer *buf, struct vm_area_struct *vma)
 			return -EACCES;
 		tio_vm_flags_clear(vma, VM_MAYWRITE);
 	}
-	tio_vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	tio_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+	if (buf->kind != TIO_BUF_KIND_ALLOC)
+		tio_vm_flags_set(vma, VM_PFNMAP);
 	vma->vm_ops = &tio_buffer_vm_ops;
 	vma->vm_private_data = buf;
 	kref_get(&buf->obj.ref);

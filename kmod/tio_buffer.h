@@ -12,8 +12,10 @@
  *
  * Locking: @lock (a mutex) protects @dmabuf, @desc, @has_desc and
  * @attachments. It nests inside the dma-buf's dma_resv lock (the dma-buf
- * core calls map/unmap with it held on newer kernels) and is never held
- * while taking a dma_resv lock or mmap_lock.
+ * core calls map/unmap with it held on newer kernels, and for a dynamic
+ * importer such as an RDMA dmabuf MR on every kernel) and is never held
+ * while taking a dma_resv lock or mmap_lock: mmap_lock, then dma_resv,
+ * then @lock. tio_dmabuf_lockdep_prime() records that order at load.
  */
 #ifndef _TIO_BUFFER_H
 #define _TIO_BUFFER_H
@@ -79,6 +81,7 @@ int tio_buffer_charge(struct tio_buffer *buf, struct tio_file *tf,
 int tio_dmabuf_export(struct tio_buffer *buf, u32 flags, struct tio_call *call);
 int tio_dmabuf_import(struct tio_buffer *buf, struct tio_file *tf, int fd);
 void tio_dmabuf_import_release(struct tio_buffer *buf);
+void tio_dmabuf_lockdep_prime(void);
 
 /* tio_desc.c */
 int tio_desc_check(const struct tio_tensor_desc *desc, u64 size);

@@ -157,6 +157,32 @@ static int tio_dmabuf_end_cpu_access(struct dma_buf *dmabuf,
 	return 0;
 }
 
+/**
+ * tio_dmabuf_lockdep_prime() - teach lockdep the map callback's lock order
+ *
+ * An RDMA importer (ibv_reg_dmabuf_mr(): a dynamic attachment of this
+ * static exporter) has map_dma_buf called with the dma_resv lock held, as
+ * every importer has on kernels after 6.1; the callback then takes
+ * buf->lock. Taking the pair once at load makes lockdep check that order
+ * against every later use, on every kernel, without such an importer
+ * (dma_resv_lockdep() primes mmap_lock before dma_resv the same way).
+ */
+void tio_dmabuf_lockdep_prime(void)
+{
+	struct tio_buffer *buf;
+
+	if (!IS_ENABLED(CONFIG_LOCKDEP))
+		return;
+	buf = tio_buffer_alloc_struct(TIO_BUF_KIND_ALLOC);
+	if (!buf)
+		return;
+	dma_resv_lock(&buf->resv, NULL);
+	mutex_lock(&buf->lock);
+	mutex_unlock(&buf->lock);
+	dma_resv_unlock(&buf->resv);
+	tio_obj_put(&buf->obj);
+}
+
 static int tio_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 {
 	return tio_buffer_vma_setup(dmabuf->priv, vma);

@@ -11,6 +11,7 @@
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
+#include "tio_buffer.h"
 #include "tio_priv.h"
 
 unsigned long tio_max_buf_size = 1UL << 30;
@@ -139,6 +140,7 @@ static int __init tio_init(void)
 
 	if (!tio_max_pinned)
 		tio_max_pinned = (totalram_pages() << PAGE_SHIFT) / 2;
+	tio_dmabuf_lockdep_prime();
 	tio_debugfs_init();
 	ret = misc_register(&tio_misc);
 	if (ret)

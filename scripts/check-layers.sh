@@ -3,6 +3,7 @@
 #
 # The library's layers depend one way only (docs/library.md):
 #   ffi  <-  dev (dev/backend)  <-  gpu  <-  io
+#                                <-  net (UCX)
 # A file may include headers of its own layer and of the layers below it,
 # never of a layer above it (io loads onto GPUs through gpu's API; gpu
 # knows nothing of files). Public headers belong to the layer that
@@ -20,12 +21,14 @@ declare -A uses=(
 	[dev]="ffi dev"
 	[io]="ffi dev gpu io"
 	[gpu]="ffi dev gpu"
+	[net]="ffi dev net"
 )
 # Public headers (lib/include/tensorio/NAME.h) that are not the FFI core's.
 declare -A public=(
 	[batch]=dev [buffer]=dev [context]=dev [stream]=dev [pinned]=dev
 	[io]=io [safetensors]=io
 	[gpu]=gpu
+	[net]=net
 )
 
 layer_of_path() {	# lib/src-relative path -> layer

@@ -23,7 +23,7 @@ copy() {
 	rm -rf "$tmp/src" && cp -r "$top/lib/src" "$tmp/src"
 }
 echo "TAP version 13"
-echo "1..7"
+echo "1..9"
 t "lib/src and build/lib/obj keep their layers" 0 "" "$check" "$top/lib/src" "$top/build/lib/obj"
 copy
 sed -i '0,/#include/s|#include|#include "dev/dev_internal.h"\n#include|' "$tmp/src/ffi/any.c"
@@ -36,6 +36,14 @@ t "ffi/ including a public dev header fails" 1 "must not include buffer (layer d
 copy
 sed -i '0,/#include/s|#include|#include "io/io_internal.h"\n#include|' "$tmp/src/gpu/gpu_core.c"
 t "gpu/ including the io/ layer above it fails" 1 "gpu/ must not include io/io_internal.h" \
+	"$check" "$tmp/src"
+copy
+sed -i '0,/#include/s|#include|#include <tensorio/net.h>\n#include|' "$tmp/src/dev/buffer.c"
+t "dev/ including the net/ layer above it fails" 1 "dev/ must not include net (layer net/)" \
+	"$check" "$tmp/src"
+copy
+sed -i '0,/#include/s|#include|#include "io/io_internal.h"\n#include|' "$tmp/src/net/rma.c"
+t "net/ including the io/ layer fails" 1 "net/ must not include io/io_internal.h" \
 	"$check" "$tmp/src"
 copy
 echo 'int x;' >"$tmp/src/stray.c"

@@ -69,6 +69,8 @@ add_mod() {
 	echo "$name" >>"$ird/tio/mods/order"
 }
 for m in ${TIO_VM_MODULES:-vgem}; do add_mod "$m"; done
+# Wanted where the kernel has them (tests skip without): loop for O_DIRECT.
+for m in ${TIO_VM_OPT_MODULES:-loop}; do add_mod "$m" 2>/dev/null || true; done
 
 # Test binaries and the shared libraries they need.
 if [ -n "$bindir" ]; then

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define TIO_UAPI_VERSION_MAJOR	1
-#define TIO_UAPI_VERSION_MINOR	2
+#define TIO_UAPI_VERSION_MINOR	3
 #define TIO_UAPI_VERSION	((TIO_UAPI_VERSION_MAJOR << 16) | TIO_UAPI_VERSION_MINOR)
 
 /* Feature bits reported by TIO_IOC_INFO. */

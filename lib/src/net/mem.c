@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Registrations of tensorio buffers (ucp_mem_map of their mapping) and
+ * remote keys: packed with the address and size they cover, unpacked for
+ * one endpoint.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dev/dev_internal.h"
+#include "net/net_internal.h"
+
+#define TIO_NET_RKEY_MAGIC 0x59454b52u	/* "RKEY" */
+
+/* A packed key: this header, then UCX's packed rkey. */
+struct tio_net_rkey_hdr {
+	uint32_t magic;
+	uint32_t len;		/* bytes of UCX key that follow */
+	uint64_t addr;
+	uint64_t size;
+};
+
+int tio_net_mem_register(tio_net_worker_t *w, tio_buffer_t *buf, tio_net_mem_t **out)
+{
+	ucp_mem_map_params_t p = {
+		.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+			      UCP_MEM_MAP_PARAM_FIELD_LENGTH,
+	};
+	tio_net_mem_t *m;
+	ucs_status_t st;
+
+	p.address = tio_buffer_data(buf);
+	p.length = tio_buffer_size(buf);
+	if (!p.address)
+		return -1;	/* raised by tio_buffer_data() */
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return tio_raise_errno(ENOMEM, "net: no memory for a registration");
+	pthread_mutex_lock(&w->lock);
+	st = ucp_mem_map(w->ctx, &p, &m->memh);
+	if (st == UCS_OK)
+		w->mems++;
+	pthread_mutex_unlock(&w->lock);
+	if (st != UCS_OK) {
+		free(m);
+		return tio_raise_errno(-tio_net_errno(st),
+				       "net: registering buffer %u (%zu bytes): %s",
+				       tio_buffer_handle(buf), p.length,
+				       ucs_status_string(st));
+	}
+	tio_object_incref((tio_object_t *)buf);
+	m->w = w;
+	m->buf = buf;
+	m->addr = p.address;
+	m->size = p.length;
+	*out = m;
+	return 0;
+}
+
+void tio_net_mem_deregister(tio_net_mem_t *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->w->lock);
+	ucp_mem_unmap(m->w->ctx, m->memh);
+	m->w->mems--;
+	pthread_mutex_unlock(&m->w->lock);
+	tio_buffer_decref(m->buf);
+	free(m);
+}
+
+int tio_net_rkey_pack(tio_net_mem_t *m, void **blob, size_t *len)
+{
+	struct tio_net_rkey_hdr h = {
+		.magic = TIO_NET_RKEY_MAGIC,
+		.addr = (uintptr_t)m->addr,
+		.size = m->size,
+	};
+	void *rk;
+	size_t n;
+	ucs_status_t st;
+	char *p;
+
+	pthread_mutex_lock(&m->w->lock);
+	st = ucp_rkey_pack(m->w->ctx, m->memh, &rk, &n);
+	pthread_mutex_unlock(&m->w->lock);
+	if (st != UCS_OK)
+		return tio_raise_errno(-tio_net_errno(st), "net: packing a remote key: %s",
+				       ucs_status_string(st));
+	p = malloc(sizeof(h) + n);
+	if (p) {
+		h.len = (uint32_t)n;
+		memcpy(p, &h, sizeof(h));
+		memcpy(p + sizeof(h), rk, n);
+	}
+	ucp_rkey_buffer_release(rk);
+	if (!p)
+		return tio_raise_errno(ENOMEM, "net: no memory for a remote key");
+	*blob = p;
+	*len = sizeof(h) + n;
+	return 0;
+}
+
+int tio_net_rkey_unpack(tio_net_ep_t *ep, const void *blob, size_t len,
+			tio_net_rkey_t **out)
+{
+	struct tio_net_rkey_hdr h;
+	tio_net_rkey_t *rk;
+	ucs_status_t st;
+
+	if (len < sizeof(h))
+		return tio_net_raise(ep, EINVAL, "net: a remote key of %zu bytes is too short", len);
+	memcpy(&h, blob, sizeof(h));
+	if (h.magic != TIO_NET_RKEY_MAGIC || h.len != len - sizeof(h))
+		return tio_net_raise(ep, EINVAL, "net: not a tensorio remote key");
+	rk = calloc(1, sizeof(*rk));
+	if (!rk)
+		return tio_raise_errno(ENOMEM, "net: no memory for a remote key");
+	pthread_mutex_lock(&ep->w->lock);
+	st = ucp_ep_rkey_unpack(ep->ep, (const char *)blob + sizeof(h), &rk->rkey);
+	pthread_mutex_unlock(&ep->w->lock);
+	if (st != UCS_OK) {
+		free(rk);
+		return tio_net_raise(ep, -tio_net_errno(st), "net: unpacking a remote key: %s",
+				     ucs_status_string(st));
+	}
+	rk->ep = ep;
+	rk->addr = h.addr;
+	rk->size = h.size;
+	*out = rk;
+	return 0;
+}
+
+uint64_t tio_net_rkey_size(const tio_net_rkey_t *rk)
+{
+	return rk->size;
+}
+
+void tio_net_rkey_destroy(tio_net_rkey_t *rk)
+{
+	if (!rk)
+		return;
+	pthread_mutex_lock(&rk->ep->w->lock);
+	ucp_rkey_destroy(rk->rkey);
+	pthread_mutex_unlock(&rk->ep->w->lock);
+	free(rk);
+}

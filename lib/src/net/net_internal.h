@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The net layer's internals: a worker owns a UCP context and worker and a
+ * progress thread; every UCP call is made under the worker's mutex
+ * (UCS_THREAD_MODE_SERIALIZED). Operations in flight are counted; while
+ * any is, the progress thread spins on ucp_worker_progress(), otherwise it
+ * sleeps. Transfers that signal a stream point complete in issue order.
+ */
+#ifndef TIO_NET_INTERNAL_H
+#define TIO_NET_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ucp/api/ucp.h>
+
+#include <tensorio/net.h>
+#include <tensorio/stream.h>
+
+struct tio_net_op {
+	struct tio_net_op *next;	/* stream FIFO */
+	tio_net_ep_t *ep;		/* for the error message */
+	const char *what;		/* "put", "get", ... */
+	tio_stream_t *stream;		/* holds a reference, or NULL */
+	uint64_t seqno;
+	bool done;
+	int status;			/* 0 or a negative errno */
+	void *req;			/* the UCP request while in flight */
+	size_t length;			/* bytes received (tag receive) */
+};
+
+struct tio_net_worker {
+	ucp_context_h ctx;
+	ucp_worker_h worker;
+	pthread_mutex_t lock;
+	pthread_cond_t work;		/* to the progress thread */
+	pthread_cond_t done;		/* from it, to waiters */
+	pthread_t thread;
+	bool stop;
+	unsigned int inflight;
+	struct tio_net_op *head, *tail;	/* stream ops in issue order */
+	unsigned int eps, mems;		/* live children (destroy checks) */
+};
+
+struct tio_net_ep {
+	tio_net_worker_t *w;
+	ucp_ep_h ep;
+	char *peer;
+	char transports[128];
+	int failed;			/* negative errno from the error handler */
+};
+
+struct tio_net_mem {
+	tio_net_worker_t *w;
+	tio_buffer_t *buf;
+	ucp_mem_h memh;
+	void *addr;
+	uint64_t size;
+};
+
+struct tio_net_rkey {
+	tio_net_ep_t *ep;
+	ucp_rkey_h rkey;
+	uint64_t addr;
+	uint64_t size;
+};
+
+/* worker.c */
+int tio_net_errno(ucs_status_t st);
+struct tio_net_op *tio_net_op_new(tio_net_ep_t *ep, const char *what);
+void tio_net_op_start(tio_net_worker_t *w, struct tio_net_op *op);
+void tio_net_op_track(tio_net_worker_t *w, struct tio_net_op *op, ucs_status_ptr_t req);
+int tio_net_op_wait(tio_net_worker_t *w, struct tio_net_op *op, int64_t timeout_ns);
+void tio_net_req_cb(void *req, ucs_status_t st, void *user);
+void tio_net_free_cb(void *req, ucs_status_t st, void *user);
+
+/* ep.c */
+int tio_net_raise(tio_net_ep_t *ep, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif /* TIO_NET_INTERNAL_H */

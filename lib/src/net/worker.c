@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Workers: the UCP context and worker, the progress thread, and the
+ * operations in flight (net_internal.h has the model).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dev/dev_internal.h"
+#include "net/net_internal.h"
+
+int tio_net_errno(ucs_status_t st)
+{
+	switch (st) {
+	case UCS_OK:
+		return 0;
+	case UCS_ERR_NO_MEMORY:
+		return -ENOMEM;
+	case UCS_ERR_INVALID_PARAM:
+		return -EINVAL;
+	case UCS_ERR_TIMED_OUT:
+	case UCS_ERR_ENDPOINT_TIMEOUT:
+		return -ETIMEDOUT;
+	case UCS_ERR_CANCELED:
+		return -ECANCELED;
+	case UCS_ERR_UNREACHABLE:
+		return -EHOSTUNREACH;
+	case UCS_ERR_CONNECTION_RESET:
+		return -ECONNRESET;
+	case UCS_ERR_UNSUPPORTED:
+		return -EOPNOTSUPP;
+	case UCS_ERR_MESSAGE_TRUNCATED:
+		return -EMSGSIZE;
+	case UCS_ERR_NO_RESOURCE:
+	case UCS_ERR_BUSY:
+		return -EAGAIN;
+	default:
+		return -EIO;
+	}
+}
+
+/* Signal the done prefix of the stream FIFO, in order. Lock held. */
+static void tio_net_complete(tio_net_worker_t *w)
+{
+	struct tio_net_op *op;
+
+	while ((op = w->head) && op->done) {
+		w->head = op->next;
+		if (!w->head)
+			w->tail = NULL;
+		if (tio_fence_signal(op->stream, op->seqno, op->status))
+			tio_error_clear();	/* the stream is gone: no one waits */
+		tio_stream_decref(op->stream);
+		free(op);
+	}
+	pthread_cond_broadcast(&w->done);
+}
+
+/*
+ * The peer's one-sided operations and wire-up need this side to progress
+ * too, so the thread never stops: it spins while work is in flight or
+ * arrived lately, then naps a millisecond at a time (woken early by new
+ * local work).
+ */
+#define TIO_NET_SPIN 2000	/* idle rounds before napping */
+
+static void *tio_net_progress(void *arg)
+{
+	tio_net_worker_t *w = arg;
+	unsigned int idle = 0;
+	struct timespec ts;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->stop) {
+		if (ucp_worker_progress(w->worker)) {
+			while (ucp_worker_progress(w->worker))
+				;
+			idle = 0;
+		}
+		tio_net_complete(w);
+		if (w->inflight || ++idle < TIO_NET_SPIN) {
+			pthread_mutex_unlock(&w->lock);
+			sched_yield();
+			pthread_mutex_lock(&w->lock);
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&w->work, &w->lock, &ts);
+		if (w->inflight)
+			idle = 0;
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+/* Completion callback of a tracked request; runs under the lock. */
+void tio_net_req_cb(void *req, ucs_status_t st, void *user)
+{
+	struct tio_net_op *op = user;
+	tio_net_worker_t *w = op->ep->w;
+
+	op->done = true;
+	op->status = tio_net_errno(st);
+	op->req = NULL;
+	w->inflight--;
+	ucp_request_free(req);
+}
+
+/* Completion of an untracked request (@user: the worker). Lock held. */
+void tio_net_free_cb(void *req, ucs_status_t st, void *user)
+{
+	tio_net_worker_t *w = user;
+
+	(void)st;	/* the flush after it reports the failure */
+	w->inflight--;
+	ucp_request_free(req);
+}
+
+struct tio_net_op *tio_net_op_new(tio_net_ep_t *ep, const char *what)
+{
+	struct tio_net_op *op = calloc(1, sizeof(*op));
+
+	if (!op) {
+		tio_raise_errno(ENOMEM, "net %s: no memory for the operation", what);
+		return NULL;
+	}
+	op->ep = ep;
+	op->what = what;
+	return op;
+}
+
+/* A stream op joins the FIFO before its request is issued. Lock held. */
+void tio_net_op_start(tio_net_worker_t *w, struct tio_net_op *op)
+{
+	if (!op->stream)
+		return;
+	if (w->tail)
+		w->tail->next = op;
+	else
+		w->head = op;
+	w->tail = op;
+}
+
+/* Account for what a UCP nbx call returned. Lock held. */
+void tio_net_op_track(tio_net_worker_t *w, struct tio_net_op *op, ucs_status_ptr_t req)
+{
+	if (UCS_PTR_IS_ERR(req) || !req) {
+		op->done = true;
+		op->status = tio_net_errno(UCS_PTR_STATUS(req));
+		tio_net_complete(w);
+		return;
+	}
+	op->req = req;
+	w->inflight++;
+	pthread_cond_signal(&w->work);
+}
+
+/* Wait for a sync op (no stream; the caller frees it): its status. Lock held. */
+int tio_net_op_wait(tio_net_worker_t *w, struct tio_net_op *op, int64_t timeout_ns)
+{
+	struct timespec ts;
+
+	if (timeout_ns >= 0) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += timeout_ns / 1000000000;
+		ts.tv_nsec += timeout_ns % 1000000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+	}
+	while (!op->done) {
+		if (timeout_ns < 0) {
+			pthread_cond_wait(&w->done, &w->lock);
+		} else if (pthread_cond_timedwait(&w->done, &w->lock, &ts) == ETIMEDOUT &&
+			   !op->done) {
+			return -ETIMEDOUT;	/* the caller cancels, then waits */
+		}
+	}
+	return op->status;
+}
+
+int tio_net_worker_create(tio_net_worker_t **out)
+{
+	ucp_params_t cp = {
+		.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
+		.features = UCP_FEATURE_RMA | UCP_FEATURE_TAG,
+		.mt_workers_shared = 0,
+	};
+	ucp_worker_params_t wp = {
+		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+		.thread_mode = UCS_THREAD_MODE_SERIALIZED,
+	};
+	tio_net_worker_t *w;
+	ucs_status_t st;
+	int ret;
+
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return tio_raise_errno(ENOMEM, "net: no memory for a worker");
+	st = ucp_init(&cp, NULL, &w->ctx);
+	if (st != UCS_OK) {
+		ret = tio_raise_errno(-tio_net_errno(st), "net: UCX init failed: %s",
+				      ucs_status_string(st));
+		goto err_free;
+	}
+	st = ucp_worker_create(w->ctx, &wp, &w->worker);
+	if (st != UCS_OK) {
+		ret = tio_raise_errno(-tio_net_errno(st), "net: UCX worker: %s",
+				      ucs_status_string(st));
+		goto err_ctx;
+	}
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->work, NULL);
+	pthread_cond_init(&w->done, NULL);
+	ret = pthread_create(&w->thread, NULL, tio_net_progress, w);
+	if (ret) {
+		ret = tio_raise_errno(ret, "net: starting the progress thread");
+		goto err_worker;
+	}
+	*out = w;
+	return 0;
+
+err_worker:
+	pthread_cond_destroy(&w->done);
+	pthread_cond_destroy(&w->work);
+	pthread_mutex_destroy(&w->lock);
+	ucp_worker_destroy(w->worker);
+err_ctx:
+	ucp_cleanup(w->ctx);
+err_free:
+	free(w);
+	return ret;
+}
+
+void tio_net_worker_destroy(tio_net_worker_t *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_signal(&w->work);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->done);
+	pthread_cond_destroy(&w->work);
+	pthread_mutex_destroy(&w->lock);
+	ucp_worker_destroy(w->worker);
+	ucp_cleanup(w->ctx);
+	free(w);
+}
+
+int tio_net_worker_address(tio_net_worker_t *w, void **addr, size_t *len)
+{
+	ucp_address_t *a;
+	ucs_status_t st;
+	size_t n;
+	void *p;
+
+	pthread_mutex_lock(&w->lock);
+	st = ucp_worker_get_address(w->worker, &a, &n);
+	pthread_mutex_unlock(&w->lock);
+	if (st != UCS_OK)
+		return tio_raise_errno(-tio_net_errno(st), "net: worker address: %s",
+				       ucs_status_string(st));
+	p = malloc(n);
+	if (p)
+		memcpy(p, a, n);
+	pthread_mutex_lock(&w->lock);
+	ucp_worker_release_address(w->worker, a);
+	pthread_mutex_unlock(&w->lock);
+	if (!p)
+		return tio_raise_errno(ENOMEM, "net: no memory for a worker address");
+	*addr = p;
+	*len = n;
+	return 0;
+}

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * The net layer between two processes over UCX, on shared memory and on
+ * TCP loopback: put and get of whole buffers and byte ranges (bytes
+ * compared), descriptors with their remote keys, completion signalling a
+ * stream point, bad ranges and keys, and a peer killed mid-transfer
+ * (a clear error naming peer and transport, nothing leaked).
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tensorio/net.h>
+
+#include "kselftest_harness.h"
+#include "dev_test.h"
+
+#define NBYTES (1u << 20)
+#define TAG_DESC 7
+
+/* Length-prefixed blobs over a socketpair: 0 or -1. */
+static int send_blob(int fd, const void *p, size_t n)
+{
+	uint32_t len = (uint32_t)n;
+
+	return write(fd, &len, sizeof(len)) == sizeof(len) &&
+	       write(fd, p, n) == (ssize_t)n ? 0 : -1;
+}
+
+static void *recv_blob(int fd, size_t *n)
+{
+	uint32_t len;
+	char *p;
+	size_t got = 0;
+	ssize_t r;
+
+	if (read(fd, &len, sizeof(len)) != sizeof(len))
+		return NULL;
+	p = malloc(len ? len : 1);
+	while (p && got < len) {
+		r = read(fd, p + got, len - got);
+		if (r <= 0) {
+			free(p);
+			return NULL;
+		}
+		got += (size_t)r;
+	}
+	*n = len;
+	return p;
+}
+
+static void fill(unsigned char *p, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 131 + seed + (i >> 12));
+}
+
+/* @p[off, off + n) holds fill(@seed)'s bytes: 0 or -1. */
+static int check(const unsigned char *p, size_t off, size_t n, unsigned int seed)
+{
+	for (size_t i = off; i < off + n; i++)
+		if (p[i] != (unsigned char)(i * 131 + seed + (i >> 12)))
+			return -1;
+	return 0;
+}
+
+/* Connect @w to the peer on @sock: exchange worker addresses. */
+static int pair_up(tio_net_worker_t *w, int sock, const char *peer, tio_net_ep_t **ep)
+{
+	size_t n, pn;
+	void *a, *pa;
+	int ret;
+
+	if (tio_net_worker_address(w, &a, &n))
+		return -1;
+	ret = send_blob(sock, a, n);
+	free(a);
+	if (ret)
+		return -1;
+	pa = recv_blob(sock, &pn);
+	if (!pa)
+		return -1;
+	ret = tio_net_connect(w, pa, pn, peer, ep);
+	free(pa);
+	return ret;
+}
+
+static struct tio_desc desc_2d(void)
+{
+	struct tio_desc d = {
+		.code = kDLFloat, .bits = 32, .lanes = 1, .ndim = 2,
+	};
+
+	d.shape[0] = 512;
+	d.shape[1] = 512;
+	return d;
+}
+
+/*
+ * The peer: a buffer of NBYTES filled with seed 1, its descriptor sent;
+ * then on each command byte: 'c' checks the buffer against the parent's
+ * writes (answers 0 or 1), 'q' quits. Never returns.
+ */
+static void peer_main(int sock)
+{
+	struct tio_desc d = desc_2d();
+	tio_net_worker_t *w = NULL;
+	tio_net_ep_t *ep = NULL;
+	tio_net_mem_t *m = NULL;
+	tio_buffer_t *b = NULL;
+	unsigned char *p, cmd, ok;
+	int rc = 1;
+
+	if (tio_net_worker_create(&w) || pair_up(w, sock, "parent", &ep) ||
+	    tio_buffer_alloc(NBYTES, NULL, &b))
+		goto out;
+	p = tio_buffer_data(b);
+	fill(p, NBYTES, 1);
+	if (tio_net_mem_register(w, b, &m) ||
+	    tio_net_send_desc(ep, m, &d, TAG_DESC, 10000000000LL))
+		goto out;
+	while (read(sock, &cmd, 1) == 1 && cmd != 'q') {
+		/* The parent put seed 2 into the first half. */
+		ok = !check(p, 0, NBYTES / 2, 2) && !check(p, NBYTES / 2, NBYTES / 2, 1);
+		if (write(sock, &ok, 1) != 1)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (rc && tio_error_peek_raised())
+		fprintf(stderr, "# peer: %s\n", tio_error_message(tio_error_peek_raised()));
+	tio_net_mem_deregister(m);
+	tio_net_ep_close(ep);
+	if (b)
+		tio_buffer_decref(b);
+	tio_net_worker_destroy(w);
+	_exit(rc);
+}
+
+FIXTURE(net) {
+	int fds;
+	int64_t objs;
+	pid_t child;
+	int sock;
+	tio_net_worker_t *w;
+	tio_net_ep_t *ep;
+};
+
+FIXTURE_VARIANT(net) {
+	const char *tls;
+};
+
+FIXTURE_VARIANT_ADD(net, shm) { .tls = "sm,self" };
+FIXTURE_VARIANT_ADD(net, tcp) { .tls = "tcp,self" };
+
+FIXTURE_SETUP(net)
+{
+	int sv[2];
+
+	ASSERT_OK(tio_init());
+	dev_warm_up();
+	setenv("UCX_TLS", variant->tls, 1);
+	/* A dead peer is noticed within seconds, not the default minutes. */
+	setenv("UCX_KEEPALIVE_INTERVAL", "1s", 1);
+	self->fds = dev_count_fds();
+	self->objs = tio_debug_live_objects();
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+	self->child = fork();
+	ASSERT_LE(0, self->child);
+	if (!self->child) {
+		close(sv[0]);
+		peer_main(sv[1]);
+	}
+	close(sv[1]);
+	self->sock = sv[0];
+	ASSERT_OK(tio_net_worker_create(&self->w));
+	ASSERT_OK(pair_up(self->w, self->sock, "child", &self->ep));
+}
+
+FIXTURE_TEARDOWN(net)
+{
+	int status = -1;
+	char q = 'q';
+
+	if (self->child > 0) {
+		if (write(self->sock, &q, 1) != 1)
+			kill(self->child, SIGKILL);
+		waitpid(self->child, &status, 0);
+	}
+	close(self->sock);
+	tio_net_ep_close(self->ep);
+	tio_net_worker_destroy(self->w);
+	tio_error_clear();
+	EXPECT_EQ(0, tio_debug_live_handles());
+	EXPECT_EQ(self->objs, tio_debug_live_objects());
+	EXPECT_EQ(self->fds, dev_count_fds());
+}
+
+/* The peer's buffer holds seed 2 in the first half, seed 1 after: 0/-1. */
+static int ask_peer(int sock)
+{
+	unsigned char c = 'c', ok = 0;
+
+	if (write(sock, &c, 1) != 1 || read(sock, &ok, 1) != 1)
+		return -1;
+	return ok ? 0 : -1;
+}
+
+TEST_F(net, desc_put_get_ranges)
+{
+	struct tio_desc want = desc_2d(), got;
+	tio_net_rkey_t *rk;
+	tio_net_mem_t *m;
+	tio_buffer_t *b;
+	unsigned char *p;
+
+	ASSERT_OK(tio_net_recv_desc(self->ep, TAG_DESC, 10000000000LL, &got, &rk));
+	EXPECT_EQ(0, memcmp(&want, &got, sizeof(got)));
+	EXPECT_EQ(NBYTES, tio_net_rkey_size(rk));
+	TH_LOG("transports: %s", tio_net_ep_transports(self->ep));
+	ASSERT_OK(tio_buffer_alloc(NBYTES, NULL, &b));
+	ASSERT_OK(tio_net_mem_register(self->w, b, &m));
+	p = tio_buffer_data(b);
+	/* Whole-buffer get: the peer's seed 1. */
+	ASSERT_OK(tio_net_get(self->ep, m, 0, rk, 0, NBYTES, NULL, NULL));
+	EXPECT_EQ(0, check(p, 0, NBYTES, 1));
+	/* A byte range put at an odd offset, then the rest of the half. */
+	fill(p, NBYTES, 2);
+	ASSERT_OK(tio_net_put(self->ep, m, 4097, rk, 4097, 12345, NULL, NULL));
+	ASSERT_OK(tio_net_put(self->ep, m, 0, rk, 0, 4097, NULL, NULL));
+	ASSERT_OK(tio_net_put(self->ep, m, 4097 + 12345, rk, 4097 + 12345,
+			      NBYTES / 2 - 4097 - 12345, NULL, NULL));
+	EXPECT_EQ(0, ask_peer(self->sock));
+	/* A byte range get into the middle of a cleared buffer. */
+	memset(p, 0, NBYTES);
+	ASSERT_OK(tio_net_get(self->ep, m, 100, rk, NBYTES / 2 + 100, 1000, NULL, NULL));
+	EXPECT_EQ(0, p[99]);
+	EXPECT_EQ(0, p[1100]);
+	for (size_t i = 0; i < 1000; i++)
+		p[100 + i] = p[100 + i] == (unsigned char)((NBYTES / 2 + 100 + i) * 131 + 1 +
+							    ((NBYTES / 2 + 100 + i) >> 12));
+	EXPECT_EQ(NULL, memchr(p + 100, 0, 1000));
+	tio_net_rkey_destroy(rk);
+	tio_net_mem_deregister(m);
+	tio_buffer_decref(b);
+}
+
+TEST_F(net, completion_signals_stream_point)
+{
+	struct tio_desc got;
+	uint64_t s1, s2;
+	tio_net_rkey_t *rk;
+	tio_net_mem_t *m;
+	tio_stream_t *s;
+	tio_buffer_t *b;
+	int status = 1;
+
+	ASSERT_OK(tio_net_recv_desc(self->ep, TAG_DESC, 10000000000LL, &got, &rk));
+	ASSERT_OK(tio_buffer_alloc(NBYTES, NULL, &b));
+	ASSERT_OK(tio_net_mem_register(self->w, b, &m));
+	ASSERT_OK(tio_stream_create(&s));
+	fill(tio_buffer_data(b), NBYTES, 2);
+	ASSERT_OK(tio_net_put(self->ep, m, 0, rk, 0, NBYTES / 2, s, &s1));
+	ASSERT_OK(tio_net_get(self->ep, m, NBYTES / 2, rk, NBYTES / 2, NBYTES / 2, s, &s2));
+	EXPECT_LT(s1, s2);
+	ASSERT_OK(tio_fence_wait(s, s2, 30000000000LL, &status));
+	EXPECT_EQ(0, status);
+	EXPECT_LE(s2, tio_stream_signalled(s));
+	ASSERT_OK(tio_fence_wait(s, s1, 0, &status));
+	EXPECT_EQ(0, status);
+	/* The put landed; the get brought the peer's untouched second half. */
+	EXPECT_EQ(0, ask_peer(self->sock));
+	EXPECT_EQ(0, check(tio_buffer_data(b), NBYTES / 2, NBYTES / 2, 1));
+	tio_stream_decref(s);
+	tio_net_rkey_destroy(rk);
+	tio_net_mem_deregister(m);
+	tio_buffer_decref(b);
+}
+
+TEST_F(net, bad_ranges_and_keys)
+{
+	struct tio_desc got;
+	tio_net_rkey_t *rk, *bad = NULL;
+	unsigned char junk[64] = { 1, 2, 3 };
+	tio_net_mem_t *m;
+	tio_buffer_t *b;
+
+	ASSERT_OK(tio_net_recv_desc(self->ep, TAG_DESC, 10000000000LL, &got, &rk));
+	ASSERT_OK(tio_buffer_alloc(4096, NULL, &b));
+	ASSERT_OK(tio_net_mem_register(self->w, b, &m));
+	ASSERT_EQ(-1, tio_net_put(self->ep, m, 0, rk, 0, 8192, NULL, NULL));
+	ASSERT_DEV_MSG(EINVAL, "local range 0+8192 exceeds the 4096-byte buffer");
+	ASSERT_EQ(-1, tio_net_get(self->ep, m, 0, rk, NBYTES - 10, 11, NULL, NULL));
+	ASSERT_DEV_MSG(EINVAL, "peer child");
+	ASSERT_EQ(-1, tio_net_rkey_unpack(self->ep, junk, sizeof(junk), &bad));
+	ASSERT_DEV_MSG(EINVAL, "not a tensorio remote key");
+	EXPECT_EQ(NULL, bad);
+	/* Nothing was sent with this tag: the wait ends. */
+	ASSERT_EQ(-1, tio_net_recv_desc(self->ep, 99, 100000000, &got, &bad));
+	ASSERT_DEV_MSG(ETIMEDOUT, "tag 99");
+	tio_net_rkey_destroy(rk);
+	tio_net_mem_deregister(m);
+	tio_buffer_decref(b);
+}
+
+TEST_F(net, peer_killed_mid_transfer)
+{
+	struct tio_desc got;
+	struct timespec t0, t;
+	tio_net_rkey_t *rk;
+	tio_net_mem_t *m;
+	tio_stream_t *s;
+	tio_buffer_t *b;
+	uint64_t sq[8];
+	int status = 0, i, n, ret = 0;
+	tio_object_t *e;
+	const char *msg;
+
+	if (strstr(variant->tls, "sm"))
+		SKIP(return, "UCX 1.13's shared-memory transports cannot detect a dead peer");
+	ASSERT_OK(tio_net_recv_desc(self->ep, TAG_DESC, 10000000000LL, &got, &rk));
+	ASSERT_OK(tio_buffer_alloc(NBYTES, NULL, &b));
+	ASSERT_OK(tio_net_mem_register(self->w, b, &m));
+	ASSERT_OK(tio_stream_create(&s));
+	for (i = 0; i < 8; i++)
+		ASSERT_OK(tio_net_put(self->ep, m, 0, rk, 0, NBYTES, s, &sq[i]));
+	kill(self->child, SIGKILL);
+	waitpid(self->child, NULL, 0);
+	self->child = 0;
+	/* Every point signals, some maybe with an error. */
+	for (i = 0; i < 8; i++)
+		ASSERT_OK(tio_fence_wait(s, sq[i], 60000000000LL, &status));
+	/* Then transfers fail, within a bound, with a clear error. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (n = 0; n < 100000; n++) {
+		ret = tio_net_put(self->ep, m, 0, rk, 0, 4096, NULL, NULL);
+		if (ret)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 60)
+			break;
+		usleep(10000);
+	}
+	ASSERT_EQ(-1, ret);
+	e = tio_error_move_from_raised();
+	ASSERT_NE(NULL, e);
+	msg = tio_error_message(e);
+	TH_LOG("%s", msg);
+	EXPECT_NE(NULL, strstr(msg, "peer child"));
+	EXPECT_NE(NULL, strstr(msg, "transport "));
+	EXPECT_NE(NULL, strstr(msg, "net put"));
+	tio_object_decref(e);
+	tio_stream_decref(s);
+	tio_net_rkey_destroy(rk);
+	tio_net_mem_deregister(m);
+	tio_buffer_decref(b);
+}
+
+TEST_HARNESS_MAIN
