@@ -60,6 +60,7 @@ struct tio_desc {
  * @handle: the backend's handle
  * @kind: TIO_BUF_KIND_*
  * @state: TIO_BUF_S_* (the driver's; the user backend's emulation)
+ * @reserved: zero; room to grow without moving @size
  * @size: bytes
  * @mmap_offset: where the buffer maps through the device
  *
