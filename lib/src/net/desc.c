@@ -108,6 +108,7 @@ int tio_net_recv_desc(tio_net_ep_t *ep, uint64_t tag, int64_t timeout_ns,
 	};
 	struct tio_net_desc_msg h;
 	tio_net_worker_t *w = ep->w;
+	ucp_tag_message_h probed;
 	struct tio_net_op *op;
 	ucs_status_ptr_t req;
 	tio_net_rkey_t *rk;
@@ -124,9 +125,23 @@ int tio_net_recv_desc(tio_net_ep_t *ep, uint64_t tag, int64_t timeout_ns,
 	}
 	rp.user_data = op;
 	pthread_mutex_lock(&w->lock);
-	req = ucp_tag_recv_nbx(w->worker, msg, TIO_NET_DESC_MAX, tag, UINT64_MAX, &rp);
-	if (!UCS_PTR_IS_PTR(req))
+	/*
+	 * A message that has already arrived is taken by probe, which reports
+	 * its length; UCX 1.13 may complete such a receive at once without
+	 * filling recv_info (a 0-byte length). Nothing arrives between the
+	 * probe and the receive: only progress, under this lock, delivers.
+	 */
+	probed = ucp_tag_probe_nb(w->worker, tag, UINT64_MAX, 1, &info);
+	if (probed) {
+		rp.op_attr_mask &= ~UCP_OP_ATTR_FIELD_RECV_INFO;
 		op->length = info.length;
+		req = ucp_tag_msg_recv_nbx(w->worker, msg, TIO_NET_DESC_MAX, probed, &rp);
+	} else {
+		req = ucp_tag_recv_nbx(w->worker, msg, TIO_NET_DESC_MAX, tag, UINT64_MAX,
+				       &rp);
+		if (!UCS_PTR_IS_PTR(req))
+			op->length = info.length;
+	}
 	tio_net_op_track(w, op, req);
 	ret = tio_net_wait_or_cancel(w, op, timeout_ns);
 	len = op->length;
