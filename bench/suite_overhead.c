@@ -724,6 +724,7 @@ static void badioctl_teardown(struct bench_run *run)
  */
 struct libst {
 	tio_stream_t *stream;
+	tio_batch_t *b;		/* the batch rows' batch */
 };
 
 static int lib_setup(struct bench_run *run)
@@ -743,6 +744,15 @@ static int lib_setup(struct bench_run *run)
 		return bench_fail(run, EPROTO, "tio_stream_create (%s backend)",
 				  tio_backend_name());
 	}
+	/* A batch row: ARG()'s path is the batch's TIO_BATCH_* mode. */
+	if (ARG_BATCH(run->c->arg) > 1 &&
+	    (tio_batch_new(0, &s->b) ||
+	     tio_batch_set_mode(s->b, (int)ARG_PATH(run->c->arg)))) {
+		tio_error_clear();
+		tio_batch_free(s->b);
+		free(s);
+		return bench_fail(run, EPROTO, "tio_batch_new");
+	}
 	run->state = s;
 	return 0;
 }
@@ -755,6 +765,7 @@ static void lib_teardown(struct bench_run *run)
 		return;
 	if (s->stream)
 		tio_stream_decref(s->stream);
+	tio_batch_free(s->b);
 	free(s);
 	run->state = NULL;
 }
@@ -798,45 +809,9 @@ fail:
  * (TIO_BATCH_CMD_RING or TIO_BATCH_VECTORED): filled, submitted and reset
  * each iteration, as a user of the batch API would.
  */
-struct libbatch {
-	tio_batch_t *b;
-};
-
-static int libbatch_setup(struct bench_run *run)
-{
-	struct libbatch *s;
-
-	if (tio_init()) {
-		tio_error_clear();
-		return bench_skip(run, "tio_init failed: no usable backend");
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return bench_fail(run, ENOMEM, "state");
-	if (tio_batch_new(0, &s->b) ||
-	    tio_batch_set_mode(s->b, (int)ARG_PATH(run->c->arg))) {
-		tio_error_clear();
-		free(s);
-		return bench_fail(run, EPROTO, "tio_batch_new");
-	}
-	run->state = s;
-	return 0;
-}
-
-static void libbatch_teardown(struct bench_run *run)
-{
-	struct libbatch *s = run->state;
-
-	if (!s)
-		return;
-	tio_batch_free(s->b);
-	free(s);
-	run->state = NULL;
-}
-
 static int libbatch_run(struct bench_run *run, uint64_t n)
 {
-	struct libbatch *s = run->state;
+	struct libst *s = run->state;
 	struct tio_info info = { 0 };
 	uint64_t it;
 	int i;
@@ -862,8 +837,8 @@ fail:
 
 #define LIBBATCHROW(n, mode, what) {					\
 	.suite = "overhead", .name = n, .ref = "info/ioctl", .ops = 64,	\
-	.note = what, .setup = libbatch_setup, .run = libbatch_run,	\
-	.teardown = libbatch_teardown, .arg = ARG(K_INFO, mode, 64) }
+	.note = what, .setup = lib_setup, .run = libbatch_run,		\
+	.teardown = lib_teardown, .arg = ARG(K_INFO, mode, 64) }
 
 #define LIBROW(n, k, r, what) {						\
 	.suite = "overhead", .name = n, .ref = r, .note = what,		\
