@@ -7,11 +7,13 @@
  *   tio.stream.* globals, or tio_batch_add_record()) becomes a command record;
  *   any other function runs in userspace at its position, after every
  *   earlier entry has run (asynchronous waits excepted).
- * - On the kernel backend, tio_batch_submit() sends the records through
- *   io_uring: adjacent records travel in one vectored TIO_IOC_SUBMIT
- *   uring_cmd (TIO_BATCH_VECTORED), or one uring_cmd each
- *   (TIO_BATCH_URING), or one ioctl each (TIO_BATCH_IOCTL); a batch with
- *   no userspace call in the middle costs one io_uring_enter.
+ * - On the kernel backend, tio_batch_submit() sends adjacent records
+ *   through the driver's command ring, one RING_ENTER per run of up to
+ *   the ring's size (TIO_BATCH_CMD_RING, where the driver offers it), or
+ *   through io_uring: in one vectored TIO_IOC_SUBMIT uring_cmd
+ *   (TIO_BATCH_VECTORED), one uring_cmd each (TIO_BATCH_URING), or one
+ *   ioctl each (TIO_BATCH_IOCTL); a batch with no userspace call in the
+ *   middle costs one kernel entry (up to 256 records in the ring).
  * - A fence wait (tio.fence.wait, tio_batch_fence_wait()) is asynchronous:
  *   it parks in the kernel and its slot completes when the fence signals;
  *   entries after it do not wait for it. tio_batch_wait() collects them.
@@ -44,10 +46,16 @@ typedef struct tio_batch tio_batch_t;
 /* Flags of tio_batch_new(). */
 #define TIO_BATCH_STOP_ON_ERROR 0x1u
 
-/* Submission modes (tio_batch_set_mode()). */
-#define TIO_BATCH_VECTORED 0	/* adjacent records in one SUBMIT (default) */
+/*
+ * Submission modes (tio_batch_set_mode(); the default comes from the
+ * environment variable TIO_BATCH_MODE: auto, ring, vectored, uring or
+ * ioctl, else auto).
+ */
+#define TIO_BATCH_AUTO (-1)	/* the command ring where the driver has it, else vectored */
+#define TIO_BATCH_VECTORED 0	/* adjacent records in one SUBMIT uring_cmd */
 #define TIO_BATCH_URING 1	/* one uring_cmd per record */
 #define TIO_BATCH_IOCTL 2	/* one ioctl per record */
+#define TIO_BATCH_CMD_RING 3	/* adjacent records through the driver's command ring */
 
 /* tio_batch_status() of an entry that has not completed. */
 #define TIO_BATCH_PENDING 1
@@ -78,7 +86,13 @@ TIO_API void tio_batch_free(tio_batch_t *b);
 /**
  * tio_batch_set_mode() - choose how records reach the driver
  * @b: the batch
- * @mode: TIO_BATCH_VECTORED, TIO_BATCH_URING or TIO_BATCH_IOCTL
+ * @mode: TIO_BATCH_AUTO, TIO_BATCH_CMD_RING, TIO_BATCH_VECTORED,
+ *	  TIO_BATCH_URING or TIO_BATCH_IOCTL
+ *
+ * Modes apply on the kernel backend with io_uring commands; elsewhere
+ * records go to the backend's vectored submit whatever the mode. A
+ * submission in TIO_BATCH_CMD_RING mode fails when the driver has no
+ * command ring (TIO_BATCH_AUTO then uses TIO_BATCH_VECTORED).
  *
  * Return: 0, or -1 with a ValueError raised.
  */
@@ -215,13 +229,95 @@ TIO_API int tio_batch_result(tio_batch_t *b, int64_t i, tio_any_t *out);
 TIO_API tio_object_t *tio_batch_error(const tio_batch_t *b, int64_t i);
 
 /**
- * tio_batch_record() - an entry's command record, results written back
+ * tio_batch_record() - an entry's uapi command record, results written back
  * @b: the batch
  * @i: the entry
+ *
+ * Kept for programs built against TENSORIO_0; use tio_batch_record_get().
  *
  * Return: the record (valid until reset or free), or NULL for a userspace call.
  */
 TIO_API const struct tio_cmd *tio_batch_record(const tio_batch_t *b, int64_t i);
+
+/**
+ * struct tio_record - a batch entry's command record, as the library shows it
+ * @op: the command's TIO_IOC_* number
+ * @result: 0, the command's negative errno, or TIO_BATCH_PENDING while it
+ *	has not completed
+ * @payload: the payload, the driver's outputs written back (valid until
+ *	tio_batch_reset() or tio_batch_free())
+ * @size: the payload's size in bytes (the command's, tio_command_info())
+ *
+ * The library's own type, not the uapi's struct tio_cmd (whose envelope
+ * may grow with the driver): tio_batch_record() returns that envelope and
+ * is kept for programs built against TENSORIO_0; new code uses
+ * tio_batch_record_get().
+ */
+struct tio_record {
+	unsigned int op;
+	int32_t result;
+	const void *payload;
+	size_t size;
+};
+
+/**
+ * tio_batch_record_get() - an entry's command record, results written back
+ * @b: the batch
+ * @i: the entry
+ * @out: filled in
+ *
+ * Return: 0, or -1 with an error raised (ERANGE: an index out of range,
+ * or an entry that is a userspace call and has no record).
+ */
+TIO_API int tio_batch_record_get(const tio_batch_t *b, int64_t i, struct tio_record *out);
+
+/* tio_command_info() flags. */
+#define TIO_COMMAND_WAITS 0x1u		/* may sleep: a batch parks it */
+#define TIO_COMMAND_WRITES_BACK 0x2u	/* the driver writes outputs into the payload */
+#define TIO_COMMAND_RUNS_RECORDS 0x4u	/* runs records itself (SUBMIT): never a record */
+
+/**
+ * struct tio_command_info - one driver command of the library's command table
+ * @name: its uapi name without TIO_IOC_ ("BUF_ALLOC")
+ * @global: the FFI global running it ("tio.buffer.alloc"), or NULL for
+ *	the commands the library runs only itself (BUF_FREE and
+ *	STREAM_DESTROY, by dropping the last reference; SUBMIT and the
+ *	command ring's RING_SETUP and RING_ENTER)
+ * @op: its TIO_IOC_* number, a record's op
+ * @payload_size: the payload's size in bytes
+ * @flags: TIO_COMMAND_*
+ * @nargs: arguments @global requires
+ * @nargs_max: arguments it takes at most
+ */
+struct tio_command_info {
+	const char *name;
+	const char *global;
+	unsigned int op;
+	uint32_t payload_size;
+	uint32_t flags;
+	int32_t nargs;
+	int32_t nargs_max;
+};
+
+/**
+ * tio_command_count() - how many commands the library knows
+ *
+ * Return: the number of rows of its command table; tio_command_info()
+ * takes the indices below it.
+ */
+TIO_API int32_t tio_command_count(void);
+
+/**
+ * tio_command_info() - describe one command of the library's command table
+ * @index: 0 to tio_command_count() - 1, in uapi order
+ * @out: filled in (its strings are static)
+ *
+ * Tools list the commands from here (tioctl commands), so that a command
+ * added to the library appears in them without another list.
+ *
+ * Return: 0, or -1 with an error raised (ERANGE) past the last command.
+ */
+TIO_API int tio_command_info(int32_t index, struct tio_command_info *out);
 
 /**
  * tio_batch_reset() - drop every entry and result, keep the ring
@@ -230,6 +326,16 @@ TIO_API const struct tio_cmd *tio_batch_record(const tio_batch_t *b, int64_t i);
  * Waits for asynchronous waits still parked, as tio_batch_free().
  */
 TIO_API void tio_batch_reset(tio_batch_t *b);
+
+/**
+ * tio_batch_mode() - how the batch's records reached the driver
+ * @b: the batch
+ *
+ * Return: the TIO_BATCH_* mode the last tio_batch_submit() used (never
+ * TIO_BATCH_AUTO once submitted: TIO_BATCH_VECTORED on the user backend),
+ * or the mode set, before the first.
+ */
+TIO_API int tio_batch_mode(const tio_batch_t *b);
 
 /**
  * tio_batch_ring_flags() - what the io_uring ring was set up with
