@@ -15,7 +15,7 @@ libdir=$prefix/lib${multiarch:+/$multiarch}
 ran=$tmp/ldconfig-ran
 inst() { make -s -C "$top" install LDCONFIG="touch $ran" "$@"; }
 echo "TAP version 13"
-echo "1..16"
+echo "1..17"
 t "plain make installs nothing (no deps.sh, apt-get or install)" bash -c \
 	"! make -n -B -C '$top' all | grep -E 'deps\.sh|apt-get|^install '"
 t "make install into DESTDIR" inst DESTDIR="$dest" PREFIX="$prefix"
@@ -37,6 +37,12 @@ t "a man3 page for every exported function" bash -c '
 	done
 	man -l "'"$dest$prefix"'/share/man/man3/tio_buffer_alloc.3" 2>&1 >/dev/null | grep . && exit 1
 	man -l "'"$dest$prefix"'/share/man/man3/tio_buffer_alloc.3" | grep -q "#include <tensorio/buffer.h>"'
+t "every man3 page is named after the function it documents" bash -c '
+	for p in "'"$dest$prefix"'"/share/man/man3/*.3; do
+		n=$(basename "$p" .3)
+		sed -n "/^\.SH NAME/{n;p;q}" "$p" | grep -q "^$n \\\\-" ||
+			{ echo "$p: its NAME is not $n"; exit 1; }
+	done'
 t "tioctl and its bash completion installed" test -x "$dest$prefix/bin/tioctl" -a \
 	-s "$dest$prefix/share/bash-completion/completions/tioctl"
 t "docs and licence texts installed" test -s "$dest$prefix/share/doc/tensorio/README.md" -a \
