@@ -15,7 +15,7 @@ libdir=$prefix/lib${multiarch:+/$multiarch}
 ran=$tmp/ldconfig-ran
 inst() { make -s -C "$top" install LDCONFIG="touch $ran" "$@"; }
 echo "TAP version 13"
-echo "1..17"
+echo "1..18"
 t "plain make installs nothing (no deps.sh, apt-get or install)" bash -c \
 	"! make -n -B -C '$top' all | grep -E 'deps\.sh|apt-get|^install '"
 t "make install into DESTDIR" inst DESTDIR="$dest" PREFIX="$prefix"
@@ -49,6 +49,10 @@ t "docs and licence texts installed" test -s "$dest$prefix/share/doc/tensorio/RE
 	-s "$dest$prefix/share/doc/tensorio/CHANGELOG.md" -a -s "$dest$prefix/share/doc/tensorio/COPYING" -a \
 	-s "$dest$prefix/share/doc/tensorio/LICENSES/preferred/LGPL-2.1" -a \
 	-s "$dest$prefix/share/doc/tensorio/library.md"
+t "CHANGELOG.md names every symbol version node" bash -c '
+	for w in $(sed -n "s/^\(TENSORIO_[0-9.]*\) {$/\1/p" "'"$top"'/lib/libtensorio.map"); do
+		grep -qF "\`$w\`" "'"$top"'/CHANGELOG.md" || { echo "CHANGELOG.md does not mention $w"; exit 1; }
+	done'
 cat >"$tmp/prog.c" <<'PROG'
 #include <stdio.h>
 #include <linux/tensorio.h>
