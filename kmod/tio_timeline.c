@@ -335,17 +335,42 @@ static void tio_fence_dep_cb(struct dma_fence *dep, struct dma_fence_cb *cb)
  * Publish @f as the next point of @tl. Return: 0, or -EOVERFLOW when the
  * seqno space is spent (the caller frees @f).
  */
+/*
+ * Hand out the next seqno: lock-free, so that emitting a point takes no
+ * lock at all. A caller holds the stream, so the timeline is not being
+ * cancelled. Return: 0, or -EOVERFLOW once U64_MAX was handed out.
+ */
+static int tio_timeline_next(struct tio_timeline *tl, u64 *seqno)
+{
+	s64 old = atomic64_read(&tl->emitted);
+
+	do {
+		if (unlikely((u64)old == U64_MAX))
+			return -EOVERFLOW;
+	} while (!atomic64_try_cmpxchg(&tl->emitted, &old, old + 1));
+	*seqno = (u64)old + 1;
+	return 0;
+}
+
+/* The last seqno handed out. */
+static u64 tio_timeline_emitted(struct tio_timeline *tl)
+{
+	return (u64)atomic64_read(&tl->emitted);
+}
+
 static int tio_timeline_add(struct tio_timeline *tl, struct tio_fence *f,
 			    u64 *seqno)
 {
 	unsigned long flags;
-	int ret = 0;
+	int ret;
 
 	spin_lock_irqsave(&tl->lock, flags);
-	if (tl->emitted == U64_MAX) {
-		ret = -EOVERFLOW;
-	} else {
-		*seqno = ++tl->emitted;
+	/*
+	 * Under the lock, so that @f joins the pending list at its tail: a
+	 * point gets a fence under the lock only once it has been emitted.
+	 */
+	ret = tio_timeline_next(tl, seqno);
+	if (!ret) {
 		tio_fence_init(f, *seqno);
 		/* The initial reference is the pending list's. */
 		list_add_tail(&f->link, &tl->pending);
@@ -365,16 +390,7 @@ static int tio_timeline_add(struct tio_timeline *tl, struct tio_fence *f,
  */
 int tio_timeline_emit(struct tio_timeline *tl, u64 *seqno)
 {
-	unsigned long flags;
-	int ret = 0;
-
-	spin_lock_irqsave(&tl->lock, flags);
-	if (tl->emitted == U64_MAX)
-		ret = -EOVERFLOW;
-	else
-		*seqno = ++tl->emitted;
-	spin_unlock_irqrestore(&tl->lock, flags);
-	return ret;
+	return tio_timeline_next(tl, seqno);
 }
 
 /**
@@ -399,19 +415,35 @@ int tio_timeline_signal(struct tio_timeline *tl, u64 seqno, int error)
 	int ret = 0;
 
 	/* Points completing with an error need a span, maybe. */
-	if (error) {
+	if (unlikely(error)) {
 		sp = kmalloc(sizeof(*sp), GFP_KERNEL_ACCOUNT);
 		if (!sp)
 			return -ENOMEM;
 	}
 	spin_lock_irqsave(&tl->lock, flags);
-	if (seqno > tl->emitted) {
+	if (seqno > tio_timeline_emitted(tl)) {
 		ret = -EINVAL;
 		goto unlock;
 	}
 	/* Too late: the point was given up on (as vgem answers). */
 	if (seqno && seqno <= tl->expired_upto) {
 		ret = -ETIMEDOUT;
+		goto unlock;
+	}
+	if (seqno <= tl->completed && !error)
+		goto unlock;	/* nothing to complete */
+	if (seqno > tl->completed) {
+		if (sp && tio_span_add(tl, sp, tl->completed + 1, seqno, error))
+			sp = NULL;
+		tl->completed = seqno;
+	}
+	if (likely(list_empty(&tl->pending))) {
+		/* No point has a fence: every completed point signals. */
+		if (tl->completed > tl->signalled) {
+			tl->signalled = tl->completed;
+			smp_wmb();	/* as in tio_timeline_advance() */
+			WRITE_ONCE(*tl->word, tl->completed);
+		}
 		goto unlock;
 	}
 	/* Only points with a fence are visited: imports, and those asked for. */
@@ -423,16 +455,13 @@ int tio_timeline_signal(struct tio_timeline *tl, u64 seqno, int error)
 		f->ready = true;
 		f->status = error;
 	}
-	if (seqno > tl->completed) {
-		if (sp && tio_span_add(tl, sp, tl->completed + 1, seqno, error))
-			sp = NULL;
-		tl->completed = seqno;
-	}
 	tio_timeline_advance(tl, &retired);
 unlock:
 	spin_unlock_irqrestore(&tl->lock, flags);
-	kfree(sp);
-	tio_fence_put_list(&retired);
+	if (unlikely(sp))
+		kfree(sp);
+	if (!list_empty(&retired))
+		tio_fence_put_list(&retired);
 	return ret;
 }
 
@@ -518,7 +547,7 @@ struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno,
 
 again:
 	spin_lock_irqsave(&tl->lock, flags);
-	if (!seqno || seqno > tl->emitted) {
+	if (!seqno || seqno > tio_timeline_emitted(tl)) {
 		fence = ERR_PTR(-EINVAL);
 	} else if (seqno > tl->signalled) {
 		f = tio_timeline_pending(tl, seqno, &nf);
@@ -666,6 +695,7 @@ void tio_timeline_cancel(struct tio_timeline *tl)
 {
 	struct tio_fence *f;
 	unsigned long flags;
+	u64 emitted;
 	LIST_HEAD(pending);
 	LIST_HEAD(errored);
 
@@ -693,11 +723,12 @@ void tio_timeline_cancel(struct tio_timeline *tl)
 	}
 
 	spin_lock_irqsave(&tl->lock, flags);
-	if (tl->signalled < tl->emitted) {
-		tl->signalled = tl->emitted;
-		tl->completed = tl->emitted;
+	emitted = tio_timeline_emitted(tl);
+	if (tl->signalled < emitted) {
+		tl->signalled = emitted;
+		tl->completed = emitted;
 		smp_wmb();	/* as in tio_timeline_advance() */
-		WRITE_ONCE(*tl->word, tl->emitted);
+		WRITE_ONCE(*tl->word, emitted);
 	}
 	list_for_each_entry(f, &pending, link) {
 		dma_fence_set_error(&f->base, f->status ?: -ECANCELED);
@@ -791,7 +822,7 @@ void tio_timeline_show(struct tio_timeline *tl, struct seq_file *m)
 
 	spin_lock_irqsave(&tl->lock, flags);
 	context = tl->context;
-	emitted = tl->emitted;
+	emitted = tio_timeline_emitted(tl);
 	signalled = tl->signalled;
 	expired = tl->nr_expired;
 	spin_unlock_irqrestore(&tl->lock, flags);

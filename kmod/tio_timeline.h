@@ -41,7 +41,9 @@ struct seq_file;
  * @ref: one for the stream object, one per fence
  * @lock: the lock of the timeline and of all its fences
  * @context: dma_fence context of every point
- * @emitted: last seqno handed out (under lock)
+ * @emitted: last seqno handed out; FENCE_EMIT takes the next one without
+ *	     the lock (tio_timeline_emit()), readers under the lock see a
+ *	     value at least as new as any seqno returned before they locked
  * @signalled: last seqno signalled; every point up to it is (under lock)
  * @completed: every point up to it that waits for no dependency has
  *	       completed (FENCE_SIGNAL or expiry reached it); never below
@@ -69,7 +71,7 @@ struct tio_timeline {
 	struct kref ref;
 	spinlock_t lock;	/* see the locking rules above */
 	u64 context;
-	u64 emitted;
+	atomic64_t emitted;
 	u64 signalled;
 	u64 completed;
 	struct list_head pending;
