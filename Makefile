@@ -67,8 +67,10 @@ modules:
 modules_clean:
 	$(MAKE) -C $(KDIR) M=$(top) clean
 
-# make install [PREFIX=/usr/local] [DESTDIR=...]: library, headers (the
-# uapi header included), pkg-config file, tioctl and man pages.
+# make install [PREFIX=/usr/local] [DESTDIR=...]: the libraries
+# (libtensorio, libtensorio-tvmffi, libtensorio-net), headers (the uapi
+# header included), pkg-config files (tensorio, tensorio-net), tioctl and
+# man pages.
 PREFIX ?= /usr/local
 # The multiarch directory where dpkg knows one (Debian), else lib.
 MULTIARCH ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null)
@@ -99,12 +101,19 @@ install: all
 	install -m 0755 build/lib/libtensorio-tvmffi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libtensorio-tvmffi.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtensorio-tvmffi.so.0
 	ln -sf libtensorio-tvmffi.so.0 $(DESTDIR)$(LIBDIR)/libtensorio-tvmffi.so
+	install -m 0755 build/lib/libtensorio-net.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libtensorio-net.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libtensorio-net.so.0
+	ln -sf libtensorio-net.so.0 $(DESTDIR)$(LIBDIR)/libtensorio-net.so
+	install -m 0644 build/lib/libtensorio-net.a $(DESTDIR)$(LIBDIR)/
 	install -m 0644 lib/include/tensorio/*.h $(DESTDIR)$(INCLUDEDIR)/tensorio/
 	install -m 0644 uapi/linux/tensorio.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 	    -e 's|@DLPACK_INCLUDEDIR@|$(DLPACK_INCLUDEDIR)|' \
 	    -e 's|@VERSION@|$(VERSION)|; s|^Libs.private:.*|Libs.private: '"$$($(MAKE) -s -C lib print-ldlibs)"'|' \
 	    lib/tensorio.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/tensorio.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	    -e 's|@VERSION@|$(VERSION)|; s|^Libs.private:.*|Libs.private: '"$$($(MAKE) -s -C lib/net print-ldlibs)"'|' \
+	    lib/net/tensorio-net.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/tensorio-net.pc
 	install -m 0755 build/tools/tioctl $(DESTDIR)$(BINDIR)/
 	install -D -m 0644 tools/tioctl.bash-completion $(DESTDIR)$(COMPLETIONSDIR)/tioctl
 	install -m 0644 docs/man/libtensorio.3 $(DESTDIR)$(MANDIR)/man3/

@@ -11,7 +11,7 @@
 
 int main(void)
 {
-	char *argv[] = { "tio-bench", "--fast", "--tap", "--suite", "overhead,memory,sync",
+	char *argv[] = { "tio-bench", "--fast", "--tap", "--suite", "overhead,memory,sync,cmd",
 			 NULL };
 
 	execv("./tio-bench", argv);

@@ -2,18 +2,23 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # The library's layers depend one way only (docs/library.md):
-#   ffi  <-  dev (dev/backend)  <-  gpu  <-  io
-#                                <-  net (UCX)
+#   ffi  <-  dev (dev/backend)  <-  gpu  <-  io           libtensorio
+#   libtensorio's public API  <-  lib/net (UCX), lib/tvmffi  libraries on it
 # A file may include headers of its own layer and of the layers below it,
 # never of a layer above it (io loads onto GPUs through gpu's API; gpu
 # knows nothing of files). Public headers belong to the layer that
-# implements them.
+# implements them; <tensorio/net.h> to libtensorio-net, which libtensorio
+# never includes. The libraries built on libtensorio include its public
+# headers and their own, never its internal ones.
 #   check-layers.sh [SRC]          check the sources under SRC (lib/src)
 #   check-layers.sh [SRC] OBJDIR   also check the objects' undefined symbols
+#   TIO_LAYERS_ABOVE="DIR ..."     the libraries on libtensorio to check
+#                                  (default lib/net lib/tvmffi)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 src=${1:-$top/lib/src}
 obj=${2:-}
+above=${TIO_LAYERS_ABOVE-$top/lib/net $top/lib/tvmffi}
 
 # The layers a layer may use, itself included.
 declare -A uses=(
@@ -21,14 +26,13 @@ declare -A uses=(
 	[dev]="ffi dev"
 	[io]="ffi dev gpu io"
 	[gpu]="ffi dev gpu"
-	[net]="ffi dev net"
 )
 # Public headers (lib/include/tensorio/NAME.h) that are not the FFI core's.
 declare -A public=(
 	[batch]=dev [buffer]=dev [context]=dev [stream]=dev [pinned]=dev
 	[io]=io [safetensors]=io
 	[gpu]=gpu
-	[net]=net
+	[net]=net	# libtensorio-net (lib/net), not a layer of libtensorio
 )
 
 layer_of_path() {	# lib/src-relative path -> layer
@@ -67,6 +71,27 @@ while IFS= read -r f; do
 	done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$f" |
 		 sed 's/^\([0-9]*\):[[:space:]]*#[[:space:]]*include[[:space:]]*/\1:/')
 done < <(find "$src" -name '*.[ch]' | sort)
+
+# The libraries on libtensorio: public headers, system headers and their
+# own folder's headers only.
+for dir in $above; do
+	while IFS= read -r f; do
+		rel=${f#"$top"/}
+		while IFS= read -r line; do
+			n=${line%%:*}
+			inc=${line#*:}
+			case $inc in
+			'"'*)
+				h=${inc#\"}
+				h=${h%%\"*}
+				[ -e "$(dirname "$f")/$h" ] && [[ $h != */* ]] ||
+					complain "$rel:$n: include \"$h\" is not a header of $(basename "$dir")/ (libtensorio's internals are off limits: use its public API)"
+				;;
+			esac
+		done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]' "$f" |
+			 sed 's/^\([0-9]*\):[[:space:]]*#[[:space:]]*include[[:space:]]*/\1:/')
+	done < <(find "$dir" -name '*.[ch]' | sort)
+done
 
 # Link-level: no object refers to a symbol defined in a layer it may not use.
 # Objects of the current sources only: a stale one of a moved file is not ours.

@@ -86,7 +86,10 @@ step python-asan bash -c "make -s -C lib SAN=1 && make -s -C python SAN=1 &&
 	-p no:cacheprovider --ignore=python/tests/test_leaks.py python/tests"
 step python-install tests/install/test-python.sh
 step bench-python build/bench/tio-bench --fast --tap --suite python
-step abi tap "exported symbols match lib/libtensorio.map" scripts/check-abi.sh
+step abi tap "exported symbols match lib/libtensorio.map and lib/net/libtensorio-net.map" \
+	scripts/check-abi.sh
+# libtensorio loads no UCX; everything builds without UCX's headers.
+step net-split tests/tools/test-net-split.sh
 step layers tests/tools/test-check-layers.sh
 step tioctl tests/tools/test-tioctl.sh
 step licenses tap "every SPDX identifier has its text in LICENSES/" scripts/check-licenses.sh

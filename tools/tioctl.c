@@ -19,6 +19,7 @@ static const struct {
 	const char *help;
 } cmds[] = {
 	{ "info", cmd_info, "", "driver and uapi version, features, limits, parameters" },
+	{ "commands", cmd_commands, "", "the driver commands the library knows (its command table)" },
 	{ "stat", cmd_stat, "", "object and per-command counters from debugfs" },
 	{ "ls", cmd_ls, "", "every open file's buffers and streams (debugfs)" },
 	{ "alloc", cmd_alloc, "SIZE [--dtype T [--shape AxB]]", "allocate, touch, describe, free" },

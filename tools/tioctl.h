@@ -60,6 +60,7 @@ int tioctl_get_fd(const char *spec);
 void tioctl_hold(void);
 
 int cmd_info(struct tioctl_opts *o, int argc, char **argv);
+int cmd_commands(struct tioctl_opts *o, int argc, char **argv);
 int cmd_stat(struct tioctl_opts *o, int argc, char **argv);
 int cmd_ls(struct tioctl_opts *o, int argc, char **argv);
 int cmd_alloc(struct tioctl_opts *o, int argc, char **argv);

@@ -34,6 +34,15 @@ t "an unwritable --json directory is refused before running" 2 "--json $tmp/none
 	"$bench" "${one[@]}" --json "$tmp/none/x.json"
 t "rows show the sample count and no p99 from 3 samples" 0 "c-indirect-call .* 3          - " \
 	"$bench" "${one[@]}"
+# Suite cmd has one row per command of the library's table, each with a recipe.
+t "suite cmd: a row for every command tioctl lists" 0 "^same$" bash -c \
+	"a=\$('$top/build/tools/tioctl' commands --json | jq -r '.[].name' | sort)
+	 b=\$('$bench' --list --suite cmd | awk '{ sub(/^cmd\\//, \"\", \$1); print \$1 }' | sort)
+	 [ -n \"\$a\" ] && [ \"\$a\" = \"\$b\" ] && echo same || diff <(echo \"\$a\") <(echo \"\$b\")"
+t "suite cmd: no command lacks a recipe" 0 "^none$" bash -c \
+	"'$bench' --list --suite cmd | grep 'no recipe' || echo none"
+t "suite cmd runs on the user backend, every row measured or skipped with its reason" 0 "^ok$" bash -c \
+	"out=\$(TIO_BACKEND=user '$bench' --fast --tap --suite cmd 2>&1) && ! grep -q '^not ok' <<<\"\$out\" && echo ok"
 # Plots: one per question, GB/s for bytes moved, the target drawn.
 cat >"$tmp/io.json" <<'JSON'
 {"format": "tio-bench/1", "header": {"unit": "ns", "mode": "wall clock", "date": "d"},

@@ -25,9 +25,10 @@ valgrind)
 	done
 	;;
 tsan)
-	# Only programs that start threads; ASLR off, as the TSan runtime of
-	# Debian 12 needs on kernels with high mmap entropy.
-	for src in $(grep -l pthread_create "$top"/tests/lib/test_*.c); do
+	# Only programs that start threads (test_net: libtensorio-net's
+	# progress thread); ASLR off, as the TSan runtime of Debian 12 needs on
+	# kernels with high mmap entropy.
+	for src in $(grep -l -e pthread_create -e tio_net_worker_create "$top"/tests/lib/test_*.c); do
 		t=$dir/$(basename "$src" .c)
 		[ -x "$t" ] || continue
 		echo "# tsan $t"

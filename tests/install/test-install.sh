@@ -15,7 +15,7 @@ libdir=$prefix/lib${multiarch:+/$multiarch}
 ran=$tmp/ldconfig-ran
 inst() { make -s -C "$top" install LDCONFIG="touch $ran" "$@"; }
 echo "TAP version 13"
-echo "1..16"
+echo "1..18"
 t "plain make installs nothing (no deps.sh, apt-get or install)" bash -c \
 	"! make -n -B -C '$top' all | grep -E 'deps\.sh|apt-get|^install '"
 t "make install into DESTDIR" inst DESTDIR="$dest" PREFIX="$prefix"
@@ -23,7 +23,8 @@ t "no ldconfig for a DESTDIR install" test ! -e "$ran"
 t "library in the multiarch libdir ($libdir), soname and symlinks" test -n "$multiarch" -a \
 	-e "$dest$libdir/libtensorio.so.0" -a -L "$dest$libdir/libtensorio.so" -a \
 	-e "$dest$libdir/libtensorio.a" -a -e "$dest$prefix/include/linux/tensorio.h" -a \
-	-e "$dest$libdir/libtensorio-tvmffi.so.0"
+	-e "$dest$libdir/libtensorio-tvmffi.so.0" -a -e "$dest$libdir/libtensorio-net.so.0" -a \
+	-L "$dest$libdir/libtensorio-net.so" -a -e "$dest$libdir/libtensorio-net.a"
 t "LIBDIR= overrides the libdir" bash -c "make -s -C '$top' install LDCONFIG=true \
 	DESTDIR='$tmp/d2' PREFIX=$prefix LIBDIR=$prefix/lib64 >/dev/null &&
 	test -e '$tmp/d2$prefix/lib64/libtensorio.so.0' -a ! -e '$tmp/d2$libdir'"
@@ -72,4 +73,17 @@ t "the program runs against the installed library" env \
 t "static link with pkg-config --static" bash -c \
 	"cc -std=c11 -o '$tmp/prog-static' '$tmp/prog.c' \$(pkg-config --cflags tensorio) \
 	 '$dest$libdir/libtensorio.a' \$(pkg-config --static --libs-only-l tensorio | sed 's/-ltensorio//') && '$tmp/prog-static'"
+cat >"$tmp/prog-net.c" <<'PROG'
+#include <tensorio/net.h>
+int main(void)
+{
+	tio_net_worker_destroy(NULL);
+	tio_net_rkey_destroy(NULL);
+	return 0;
+}
+PROG
+t "a net program links with pkg-config tensorio-net only" bash -c \
+	"cc -std=c11 -Wall -Werror -o '$tmp/prog-net' '$tmp/prog-net.c' \$(pkg-config --cflags --libs tensorio-net)"
+t "and runs against the installed libtensorio-net" env \
+	LD_LIBRARY_PATH="$dest$libdir" "$tmp/prog-net"
 exit $bad

@@ -377,4 +377,23 @@ TEST_F(net, peer_killed_mid_transfer)
 	tio_buffer_decref(b);
 }
 
+#ifdef __SANITIZE_THREAD__
+/*
+ * Under ThreadSanitizer: UCX 1.13's libucm patches mmap/munmap as it
+ * loads, which crashes Debian 12's TSan runtime (SIGSEGV); with the hooks
+ * off (UCX_MEM_MMAP_HOOK_MODE=none) TSan reports the peer's one-sided
+ * writes, made by its progress thread and ordered only through the other
+ * process, as races. libtensorio itself runs under TSan (the other tests).
+ */
+int main(void)
+{
+	(void)test_harness_run;
+	ksft_print_header();
+	ksft_set_plan(1);
+	ksft_test_result_skip("net under TSan: UCX 1.13's libucm mmap hooks crash the TSan "
+			      "runtime, and cross-process one-sided writes look like races\n");
+	ksft_finished();
+}
+#else
 TEST_HARNESS_MAIN
+#endif

@@ -42,9 +42,11 @@ sed -i '0,/#include/s|#include|#include <tensorio/net.h>\n#include|' "$tmp/src/d
 t "dev/ including the net/ layer above it fails" 1 "dev/ must not include net (layer net/)" \
 	"$check" "$tmp/src"
 copy
-sed -i '0,/#include/s|#include|#include "io/io_internal.h"\n#include|' "$tmp/src/net/rma.c"
-t "net/ including the io/ layer fails" 1 "net/ must not include io/io_internal.h" \
-	"$check" "$tmp/src"
+rm -rf "$tmp/net" && cp -r "$top/lib/net" "$tmp/net"
+sed -i '0,/#include/s|#include|#include "dev/dev_internal.h"\n#include|' "$tmp/net/rma.c"
+t "lib/net including libtensorio's internals fails" 1 \
+	"net/rma.c:.*include \"dev/dev_internal.h\" is not a header of net/" \
+	env TIO_LAYERS_ABOVE="$tmp/net" "$check" "$tmp/src"
 copy
 echo 'int x;' >"$tmp/src/stray.c"
 t "a source outside the layer folders fails" 1 "stray.c: not in a layer folder" \

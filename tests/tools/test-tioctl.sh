@@ -121,6 +121,16 @@ else
 fi
 quiet "a failed --json command prints no partial JSON" "$tioctl" --json signal
 
+# tioctl commands lists the library's command table: exactly the uapi's commands.
+uapi_cmds=$(sed -n 's/^#define TIO_IOC_\([A-Z_]*\)[[:space:]]*_IO.*/\1/p' "$top/uapi/linux/tensorio.h" | sort | paste -sd' ')
+t "commands --json names every command of the uapi header, and no other" 0 "^$uapi_cmds\$" \
+	bash -c "'$tioctl' commands --json | jq -r '.[].name' | sort | paste -sd' '"
+j "commands --json: sizes, globals, flags (jq)" '.[0].name == "INFO" and .[0].global == "tio.driver.info" and
+	.[0].payload_size > 0 and (map(select(.waits)) | map(.name) | sort) == ["BUF_WAIT", "FENCE_WAIT"] and
+	(map(select(.name == "BUF_ALLOC"))[0] | .nargs == 1 and .nargs_max == 2)' "$tioctl" commands --json
+t "commands lists the table" 0 "^BUF_ALLOC .*tio.buffer.alloc$" "$tioctl" commands
+t "commands takes no operand (exit 2)" 2 "unexpected 'x'" "$tioctl" commands x
+
 # The bash completion completes commands, options and dtype names.
 t "bash completion: commands" 0 "^alloc$" bash -c \
 	"source '$top/tools/tioctl.bash-completion'; COMP_WORDS=(tioctl al); COMP_CWORD=1; _tioctl; printf '%s\n' \"\${COMPREPLY[@]}\""

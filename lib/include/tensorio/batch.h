@@ -215,13 +215,95 @@ TIO_API int tio_batch_result(tio_batch_t *b, int64_t i, tio_any_t *out);
 TIO_API tio_object_t *tio_batch_error(const tio_batch_t *b, int64_t i);
 
 /**
- * tio_batch_record() - an entry's command record, results written back
+ * tio_batch_record() - an entry's uapi command record, results written back
  * @b: the batch
  * @i: the entry
+ *
+ * Kept for programs built against TENSORIO_0; use tio_batch_record_get().
  *
  * Return: the record (valid until reset or free), or NULL for a userspace call.
  */
 TIO_API const struct tio_cmd *tio_batch_record(const tio_batch_t *b, int64_t i);
+
+/**
+ * struct tio_record - a batch entry's command record, as the library shows it
+ * @op: the command's TIO_IOC_* number
+ * @result: 0, the command's negative errno, or TIO_BATCH_PENDING while it
+ *	has not completed
+ * @payload: the payload, the driver's outputs written back (valid until
+ *	tio_batch_reset() or tio_batch_free())
+ * @size: the payload's size in bytes (the command's, tio_command_info())
+ *
+ * The library's own type, not the uapi's struct tio_cmd (whose envelope
+ * may grow with the driver): tio_batch_record() returns that envelope and
+ * is kept for programs built against TENSORIO_0; new code uses
+ * tio_batch_record_get().
+ */
+struct tio_record {
+	unsigned int op;
+	int32_t result;
+	const void *payload;
+	size_t size;
+};
+
+/**
+ * tio_batch_record_get() - an entry's command record, results written back
+ * @b: the batch
+ * @i: the entry
+ * @out: filled in
+ *
+ * Return: 0, or -1 with an error raised (ERANGE: an index out of range,
+ * or an entry that is a userspace call and has no record).
+ */
+TIO_API int tio_batch_record_get(const tio_batch_t *b, int64_t i, struct tio_record *out);
+
+/* tio_command_info() flags. */
+#define TIO_COMMAND_WAITS 0x1u		/* may sleep: a batch parks it */
+#define TIO_COMMAND_WRITES_BACK 0x2u	/* the driver writes outputs into the payload */
+#define TIO_COMMAND_RUNS_RECORDS 0x4u	/* runs records itself (SUBMIT): never a record */
+
+/**
+ * struct tio_command_info - one driver command of the library's command table
+ * @name: its uapi name without TIO_IOC_ ("BUF_ALLOC")
+ * @global: the FFI global running it ("tio.buffer.alloc"), or NULL for
+ *	the commands the library runs only itself (BUF_FREE and
+ *	STREAM_DESTROY, by dropping the last reference; SUBMIT and the
+ *	command ring's RING_SETUP and RING_ENTER)
+ * @op: its TIO_IOC_* number, a record's op
+ * @payload_size: the payload's size in bytes
+ * @flags: TIO_COMMAND_*
+ * @nargs: arguments @global requires
+ * @nargs_max: arguments it takes at most
+ */
+struct tio_command_info {
+	const char *name;
+	const char *global;
+	unsigned int op;
+	uint32_t payload_size;
+	uint32_t flags;
+	int32_t nargs;
+	int32_t nargs_max;
+};
+
+/**
+ * tio_command_count() - how many commands the library knows
+ *
+ * Return: the number of rows of its command table; tio_command_info()
+ * takes the indices below it.
+ */
+TIO_API int32_t tio_command_count(void);
+
+/**
+ * tio_command_info() - describe one command of the library's command table
+ * @index: 0 to tio_command_count() - 1, in uapi order
+ * @out: filled in (its strings are static)
+ *
+ * Tools list the commands from here (tioctl commands), so that a command
+ * added to the library appears in them without another list.
+ *
+ * Return: 0, or -1 with an error raised (ERANGE) past the last command.
+ */
+TIO_API int tio_command_info(int32_t index, struct tio_command_info *out);
 
 /**
  * tio_batch_reset() - drop every entry and result, keep the ring

@@ -104,6 +104,22 @@ TIO_API int tio_shutdown(void);
 TIO_API int tio_errno(void);
 
 /**
+ * tio_raise_errno() - raise an error that carries an errno
+ * @err: a positive or negative errno
+ * @fmt: printf format of what failed, naming its cause
+ *
+ * The error's kind follows the errno (ValueError for EINVAL, MemoryError
+ * for ENOMEM, TimeoutError for ETIMEDOUT, ... OSError otherwise); its
+ * message is "<what>: <strerror> (<ENAME>)"; tio_errno() then reports
+ * @err. For libraries built on libtensorio (libtensorio-net) that report
+ * errors the way its own calls do.
+ *
+ * Return: -1, so that a failing function can "return tio_raise_errno(...)".
+ */
+TIO_API int tio_raise_errno(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/**
  * tio_debug_live_handles() - buffers and streams alive in the context
  *
  * Return: their number (0 when no context exists).

@@ -224,8 +224,11 @@ int64_t tio_batch_add_record(tio_batch_t *b, unsigned int op, const void *payloa
 	const struct tio_cmd_desc *cmd = tio_cmd_of(op);
 	tio_object_t *keep[2] = { NULL, NULL };
 
-	if (!cmd || op == TIO_IOC_SUBMIT)
+	if (!cmd)
 		return tio_raise_errno(EINVAL, "tio_batch_add_record: 0x%x is not a command", op);
+	if (cmd->flags & TIO_CMD_F_NESTS)
+		return tio_raise_errno(EINVAL, "tio_batch_add_record: %s runs records, "
+				       "a record cannot carry it", cmd->name);
 	if (size > TIO_CMD_PAYLOAD || (size && !payload))
 		return tio_raise_errno(EINVAL, "tio_batch_add_record: bad payload size %zu", size);
 	if (tio_batch_grow(b))
@@ -602,6 +605,21 @@ const struct tio_cmd *tio_batch_record(const tio_batch_t *b, int64_t i)
 	if (i < 0 || (size_t)i >= b->n || b->e[i].kind == E_CALL)
 		return NULL;
 	return &b->cmds[i];
+}
+
+/* The one place a batch's uapi record becomes the public struct tio_record. */
+int tio_batch_record_get(const tio_batch_t *b, int64_t i, struct tio_record *out)
+{
+	const struct tio_cmd *c = tio_batch_record(b, i);
+
+	if (!c)
+		return tio_raise_errno(ERANGE, "batch entry %lld of %zu has no command record",
+				       (long long)i, b->n);
+	out->op = c->op;
+	out->result = b->e[i].status;
+	out->payload = c->payload.bytes;
+	out->size = tio_op_size(c->op);
+	return 0;
 }
 
 unsigned int tio_batch_ring_flags(const tio_batch_t *b)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <tensorio/batch.h>
 #include <tensorio/error.h>
 #include <tensorio/function.h>
 #include <tensorio/string.h>
@@ -221,7 +222,11 @@ const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT] = {
 		A_STREAM(tio_fence_import, stream),
 		A_S32("fd", tio_fence_import, fd, 0) },
 		R_INT(tio_fence_import, seqno) },
-	[TIO_CMD_SUBMIT] = { TIO_IOC_SUBMIT, "SUBMIT", NULL, 0, { { 0 } } },
+	[TIO_CMD_SUBMIT] = { TIO_IOC_SUBMIT, "SUBMIT", NULL, 0, { { 0 } },
+		.flags = TIO_CMD_F_NESTS },
+	[TIO_CMD_RING_SETUP] = { TIO_IOC_RING_SETUP, "RING_SETUP", NULL, 0, { { 0 } } },
+	[TIO_CMD_RING_ENTER] = { TIO_IOC_RING_ENTER, "RING_ENTER", NULL, 0, { { 0 } },
+		.flags = TIO_CMD_F_NESTS },
 };
 
 /**
@@ -250,6 +255,43 @@ const char *tio_op_name(unsigned int op)
 size_t tio_op_size(unsigned int op)
 {
 	return tio_cmd_of(op) ? _IOC_SIZE(op) : 0;
+}
+
+/* How many arguments @cmd's global takes at most (its fixed ones are not). */
+static int32_t tio_cmd_nargs_max(const struct tio_cmd_desc *cmd)
+{
+	int32_t max;
+
+	for (max = 0; max < TIO_CMD_MAX_ARGS && cmd->args[max].kind &&
+	     cmd->args[max].kind != TIO_ARG_FIXED; max++)
+		;
+	return max;
+}
+
+int32_t tio_command_count(void)
+{
+	return TIO_CMD_COUNT;
+}
+
+int tio_command_info(int32_t index, struct tio_command_info *out)
+{
+	const struct tio_cmd_desc *cmd;
+	int32_t max;
+
+	if (index < 0 || index >= TIO_CMD_COUNT)
+		return tio_raise_errno(ERANGE, "command %d of %d", index, TIO_CMD_COUNT);
+	cmd = &tio_cmds[index];
+	max = tio_cmd_nargs_max(cmd);
+	out->name = cmd->name;
+	out->global = cmd->global;
+	out->op = cmd->op;
+	out->payload_size = _IOC_SIZE(cmd->op);
+	out->flags = (cmd->flags & TIO_CMD_F_WAIT ? TIO_COMMAND_WAITS : 0) |
+		     (_IOC_DIR(cmd->op) & _IOC_READ ? TIO_COMMAND_WRITES_BACK : 0) |
+		     (cmd->flags & TIO_CMD_F_NESTS ? TIO_COMMAND_RUNS_RECORDS : 0);
+	out->nargs = cmd->global ? cmd->nreq : 0;
+	out->nargs_max = cmd->global ? max : 0;
+	return 0;
 }
 
 int tio_cmd_arg_error(const struct tio_cmd_desc *cmd, int32_t i, const char *what)
@@ -291,9 +333,7 @@ int tio_cmd_encode(const struct tio_cmd_desc *cmd, const tio_any_t *args,
 	tio_object_t *o;
 	int32_t i, max, t;
 
-	for (max = 0; max < TIO_CMD_MAX_ARGS && cmd->args[max].kind &&
-	     cmd->args[max].kind != TIO_ARG_FIXED; max++)
-		;
+	max = tio_cmd_nargs_max(cmd);
 	if (TIO_UNLIKELY(nargs < cmd->nreq || nargs > max))
 		return tio_raise_errno(EINVAL, "%s takes %d to %d arguments, got %d",
 				       cmd->global ? cmd->global : cmd->name,

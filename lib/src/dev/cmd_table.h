@@ -42,6 +42,8 @@ enum tio_cmd_id {
 	TIO_CMD_FENCE_EXPORT,
 	TIO_CMD_FENCE_IMPORT,
 	TIO_CMD_SUBMIT,
+	TIO_CMD_RING_SETUP,
+	TIO_CMD_RING_ENTER,
 	TIO_CMD_COUNT
 };
 
@@ -89,6 +91,7 @@ enum tio_ret_kind {
 #define TIO_CMD_F_WAIT	0x1	/* may sleep: a batch parks it (timeout at @timeout_offset) */
 #define TIO_CMD_F_SIGNED 0x2	/* TIO_RET_INT: the field is signed */
 #define TIO_CMD_F_PUNT	0x4	/* the driver punts it to io-wq (uring issue) */
+#define TIO_CMD_F_NESTS	0x8	/* runs records itself: no record may carry it */
 
 struct tio_cmd_desc;
 

@@ -140,8 +140,6 @@ struct tio_ctx {
 
 /* errno.c: errors that carry an errno (tio_errno()). */
 extern TIO_TLS int tio__errno;
-int tio_raise_errno(int err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 int tio_raise_file_errno(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static inline void tio_set_errno(int err)

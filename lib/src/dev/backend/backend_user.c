@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <linux/futex.h>
 #include <linux/udmabuf.h>
 #include <stdio.h>
@@ -140,10 +141,18 @@ static void ub_unlock(struct ub_state *ub, void *addr, uint64_t size)
 	__atomic_sub_fetch(&ub->locked, size, __ATOMIC_RELAXED);
 }
 
+static const char *ub_missing_handler(void);
+
 int tio_backend_user_open(struct tio_ctx *ctx, char *why, size_t len)
 {
-	struct ub_state *ub = calloc(1, sizeof(*ub));
+	const char *missing = ub_missing_handler();
+	struct ub_state *ub;
 
+	if (missing) {
+		snprintf(why, len, "the user backend has no handler for %s", missing);
+		return -ENOSYS;
+	}
+	ub = calloc(1, sizeof(*ub));
 	if (!ub) {
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
@@ -416,9 +425,9 @@ static int ub_publish(struct ub_state *ub, struct ub_obj *o, __u32 *handle,
 	return 0;
 }
 
-static int ub_buf_alloc(struct tio_ctx *ctx, struct tio_buf_alloc *a)
+static int ub_buf_alloc(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
-	struct ub_state *ub = ctx->priv;
+	struct tio_buf_alloc *a = p;
 	struct ub_obj *o;
 	char why[8];
 	int ret;
@@ -469,8 +478,9 @@ err_free:
 	return ret;
 }
 
-static int ub_buf_pin(struct tio_ctx *ctx, struct tio_buf_pin *a)
+static int ub_buf_pin(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
+	struct tio_buf_pin *a = p;
 	size_t pg = ctx->page_size;
 	unsigned char *vec;
 	struct ub_obj *o;
@@ -498,16 +508,16 @@ static int ub_buf_pin(struct tio_ctx *ctx, struct tio_buf_pin *a)
 	ret = ub_desc_in(o, a->desc_ptr);
 	if (ret)
 		goto err_free;
-	ret = ub_lock(ctx->priv, o->addr, o->size);
+	ret = ub_lock(ub, o->addr, o->size);
 	if (ret)
 		goto err_free;
-	ret = ub_publish(ctx->priv, o, &a->handle, &a->mmap_offset);
+	ret = ub_publish(ub, o, &a->handle, &a->mmap_offset);
 	if (ret)
 		goto err_unlock;
 	return 0;
 
 err_unlock:
-	ub_unlock(ctx->priv, o->addr, o->size);
+	ub_unlock(ub, o->addr, o->size);
 err_free:
 	free(o);
 	return ret;
@@ -526,12 +536,14 @@ static int ub_is_dmabuf(int fd)
 	return !strncmp(link, "/dmabuf:", 8) || !strcmp(link, "anon_inode:dmabuf");
 }
 
-static int ub_buf_import(struct tio_ctx *ctx, struct tio_buf_import *a)
+static int ub_buf_import(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
+	struct tio_buf_import *a = p;
 	struct ub_obj *o;
 	off_t size;
 	int ret;
 
+	(void)ctx;
 	if (a->flags || a->pad)
 		return -EINVAL;
 	if (a->fd < 0 || fcntl(a->fd, F_GETFD) < 0)
@@ -550,7 +562,7 @@ static int ub_buf_import(struct tio_ctx *ctx, struct tio_buf_import *a)
 		ret = -errno;
 		goto err_free;
 	}
-	ret = ub_publish(ctx->priv, o, &a->handle, &a->mmap_offset);
+	ret = ub_publish(ub, o, &a->handle, &a->mmap_offset);
 	if (ret)
 		goto err_close;
 	a->size = o->size;
@@ -603,9 +615,9 @@ static int ub_tensor_desc_out(struct ub_obj *o, uint64_t ptr)
 	return 0;
 }
 
-static int ub_stream_create(struct tio_ctx *ctx, struct tio_stream_create *a)
+static int ub_stream_create(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
-	struct ub_state *ub = ctx->priv;
+	struct tio_stream_create *a = p;
 	struct ub_tl *tl;
 	struct ub_obj *o;
 	int ret;
@@ -658,12 +670,14 @@ err_free:
 	return ret;
 }
 
-static int ub_exec_wait(struct ub_state *ub, struct tio_fence_wait *a)
+static int ub_fence_wait(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
+	struct tio_fence_wait *a = p;
 	struct ub_tl *tl;
 	struct ub_obj *o;
 	int ret, status = 0;
 
+	(void)ctx;
 	if ((a->flags & ~TIO_WAIT_F_ABSOLUTE) || a->pad)
 		return -EINVAL;
 	pthread_mutex_lock(&ub->lock);
@@ -688,13 +702,15 @@ static int ub_exec_wait(struct ub_state *ub, struct tio_fence_wait *a)
 	return ret;
 }
 
-static int ub_exec_buf_wait(struct ub_state *ub, struct tio_buf_wait *a)
+static int ub_buf_wait(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
+	struct tio_buf_wait *a = p;
 	struct ub_attach *list = NULL;
 	size_t n = 0, i;
 	struct ub_obj *o;
 	int ret = 0, st, status = 0;
 
+	(void)ctx;
 	if ((a->flags & ~(TIO_RESV_F_WRITE | TIO_WAIT_F_ABSOLUTE)) || a->pad)
 		return -EINVAL;
 	pthread_mutex_lock(&ub->lock);
@@ -735,151 +751,192 @@ static int ub_exec_buf_wait(struct ub_state *ub, struct tio_buf_wait *a)
 	return ret;
 }
 
-static int ub_exec_locked(struct tio_ctx *ctx, struct ub_state *ub,
-			  unsigned int op, void *p)
+/* The handlers that run under ub->lock (struct ub_cmd's @locked). */
+static int ub_buf_free_cmd(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
-	struct ub_obj *o, *s;
+	struct tio_handle_op *a = p;
+	struct ub_obj *o;
 
-	switch (op) {
-	case TIO_IOC_BUF_FREE: {
-		struct tio_handle_op *a = p;
-
-		if (a->flags)
-			return -EINVAL;
-		o = ub_lookup(ub, a->handle, UB_BUF);
-		if (!o)
-			return -ENOENT;
-		ub_remove(ub, o);
-		ub_buf_free(ub, o);
-		return 0;
-	}
-	case TIO_IOC_BUF_INFO: {
-		struct tio_buf_info *a = p;
-
-		if (a->flags)
-			return -EINVAL;
-		o = ub_lookup(ub, a->handle, UB_BUF);
-		if (!o)
-			return -ENOENT;
-		a->size = o->size;
-		a->mmap_offset = (uint64_t)o->handle << UB_HANDLE_SHIFT;
-		a->kind = o->bkind;
-		a->state = (o->has_desc ? TIO_BUF_S_DESC : 0) |
-			   (o->dmabuf >= 0 ? TIO_BUF_S_EXPORTED : 0);
-		return ub_tensor_desc_out(o, a->desc_ptr);
-	}
-	case TIO_IOC_BUF_SET_DESC: {
-		struct tio_buf_desc *a = p;
-		int ret;
-
-		if (a->flags & ~TIO_DESC_CLEAR)
-			return -EINVAL;
-		o = ub_lookup(ub, a->handle, UB_BUF);
-		if (!o)
-			return -ENOENT;
-		if (a->flags & TIO_DESC_CLEAR) {
-			if (a->desc_ptr)
-				return -EINVAL;
-			o->has_desc = 0;
-			return 0;
-		}
-		if (!a->desc_ptr)
-			return -EINVAL;
-		ret = tio_desc_validate((const void *)(uintptr_t)a->desc_ptr, o->size);
-		if (ret)
-			return ret;
-		memcpy(&o->desc, (const void *)(uintptr_t)a->desc_ptr, sizeof(o->desc));
-		o->has_desc = 1;
-		return 0;
-	}
-	case TIO_IOC_BUF_EXPORT: {
-		struct tio_buf_export *a = p;
-
-		if ((a->flags & ~(TIO_EXPORT_F_CLOEXEC | TIO_EXPORT_F_RDWR)) || a->pad)
-			return -EINVAL;
-		o = ub_lookup(ub, a->handle, UB_BUF);
-		if (!o)
-			return -ENOENT;
-		return ub_buf_export_locked(o, a);
-	}
-	case TIO_IOC_BUF_ATTACH_FENCE: {
-		struct tio_buf_attach *a = p;
-		struct ub_attach *n;
-		size_t i, j;
-
-		if ((a->flags & ~TIO_RESV_F_WRITE) || a->pad)
-			return -EINVAL;
-		o = ub_lookup(ub, a->handle, UB_BUF);
-		s = ub_lookup(ub, a->stream, UB_STREAM);
-		if (!o || !s)
-			return -ENOENT;
-		if (!a->seqno || a->seqno > s->tl->emitted)
-			return -EINVAL;
-		/* Drop cleanly signalled points first, as dma_resv prunes. */
-		for (i = j = 0; i < o->natt; i++) {
-			struct ub_attach *x = &o->att[i];
-
-			if (x->seqno <= x->tl->signalled && !ub_tl_status(x->tl, x->seqno))
-				ub_tl_put(x->tl);
-			else
-				o->att[j++] = *x;
-		}
-		o->natt = j;
-		n = realloc(o->att, (o->natt + 1) * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		o->att = n;
-		n[o->natt].tl = s->tl;
-		n[o->natt].seqno = a->seqno;
-		n[o->natt].write = !!(a->flags & TIO_RESV_F_WRITE);
-		o->natt++;
-		s->tl->refs++;
-		return 0;
-	}
-	case TIO_IOC_STREAM_DESTROY: {
-		struct tio_handle_op *a = p;
-		struct ub_tl *tl;
-
-		if (a->flags)
-			return -EINVAL;
-		s = ub_lookup(ub, a->handle, UB_STREAM);
-		if (!s)
-			return -ENOENT;
-		ub_remove(ub, s);
-		tl = s->tl;
-		free(s);
-		/* Cancel the points not signalled yet. */
-		if (tl->emitted > tl->signalled)
-			ub_tl_signal(tl, tl->emitted, -ECANCELED);
-		ub_tl_put(tl);
-		return 0;
-	}
-	case TIO_IOC_FENCE_EMIT: {
-		struct tio_fence_emit *a = p;
-
-		if (a->flags)
-			return -EINVAL;
-		s = ub_lookup(ub, a->stream, UB_STREAM);
-		if (!s)
-			return -ENOENT;
-		if (s->tl->emitted == UINT64_MAX)
-			return -EOVERFLOW;
-		a->seqno = ++s->tl->emitted;
-		return 0;
-	}
-	case TIO_IOC_FENCE_SIGNAL: {
-		struct tio_fence_signal *a = p;
-
-		if (a->flags || a->pad || a->error > 0 || a->error < -4095)
-			return -EINVAL;
-		s = ub_lookup(ub, a->stream, UB_STREAM);
-		if (!s)
-			return -ENOENT;
-		return ub_tl_signal(s->tl, a->seqno, a->error);
-	}
-	}
 	(void)ctx;
-	return -ENOTTY;
+	if (a->flags)
+		return -EINVAL;
+	o = ub_lookup(ub, a->handle, UB_BUF);
+	if (!o)
+		return -ENOENT;
+	ub_remove(ub, o);
+	ub_buf_free(ub, o);
+	return 0;
+}
+
+static int ub_buf_info(struct tio_ctx *ctx, struct ub_state *ub, void *p)
+{
+	struct tio_buf_info *a = p;
+	struct ub_obj *o;
+
+	(void)ctx;
+	if (a->flags)
+		return -EINVAL;
+	o = ub_lookup(ub, a->handle, UB_BUF);
+	if (!o)
+		return -ENOENT;
+	a->size = o->size;
+	a->mmap_offset = (uint64_t)o->handle << UB_HANDLE_SHIFT;
+	a->kind = o->bkind;
+	a->state = (o->has_desc ? TIO_BUF_S_DESC : 0) |
+		   (o->dmabuf >= 0 ? TIO_BUF_S_EXPORTED : 0);
+	return ub_tensor_desc_out(o, a->desc_ptr);
+}
+
+static int ub_buf_set_desc(struct tio_ctx *ctx, struct ub_state *ub, void *p)
+{
+	struct tio_buf_desc *a = p;
+	struct ub_obj *o;
+	int ret;
+
+	(void)ctx;
+	if (a->flags & ~TIO_DESC_CLEAR)
+		return -EINVAL;
+	o = ub_lookup(ub, a->handle, UB_BUF);
+	if (!o)
+		return -ENOENT;
+	if (a->flags & TIO_DESC_CLEAR) {
+		if (a->desc_ptr)
+			return -EINVAL;
+		o->has_desc = 0;
+		return 0;
+	}
+	if (!a->desc_ptr)
+		return -EINVAL;
+	ret = tio_desc_validate((const void *)(uintptr_t)a->desc_ptr, o->size);
+	if (ret)
+		return ret;
+	memcpy(&o->desc, (const void *)(uintptr_t)a->desc_ptr, sizeof(o->desc));
+	o->has_desc = 1;
+	return 0;
+}
+
+static int ub_buf_export(struct tio_ctx *ctx, struct ub_state *ub, void *p)
+{
+	struct tio_buf_export *a = p;
+	struct ub_obj *o;
+
+	(void)ctx;
+	if ((a->flags & ~(TIO_EXPORT_F_CLOEXEC | TIO_EXPORT_F_RDWR)) || a->pad)
+		return -EINVAL;
+	o = ub_lookup(ub, a->handle, UB_BUF);
+	if (!o)
+		return -ENOENT;
+	return ub_buf_export_locked(o, a);
+}
+
+static int ub_buf_attach_fence(struct tio_ctx *ctx, struct ub_state *ub, void *p)
+{
+	struct tio_buf_attach *a = p;
+	struct ub_attach *n;
+	struct ub_obj *o, *s;
+	size_t i, j;
+
+	(void)ctx;
+	if ((a->flags & ~TIO_RESV_F_WRITE) || a->pad)
+		return -EINVAL;
+	o = ub_lookup(ub, a->handle, UB_BUF);
+	s = ub_lookup(ub, a->stream, UB_STREAM);
+	if (!o || !s)
+		return -ENOENT;
+	if (!a->seqno || a->seqno > s->tl->emitted)
+		return -EINVAL;
+	/* Drop cleanly signalled points first, as dma_resv prunes. */
+	for (i = j = 0; i < o->natt; i++) {
+		struct ub_attach *x = &o->att[i];
+
+		if (x->seqno <= x->tl->signalled && !ub_tl_status(x->tl, x->seqno))
+			ub_tl_put(x->tl);
+		else
+			o->att[j++] = *x;
+	}
+	o->natt = j;
+	n = realloc(o->att, (o->natt + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	o->att = n;
+	n[o->natt].tl = s->tl;
+	n[o->natt].seqno = a->seqno;
+	n[o->natt].write = !!(a->flags & TIO_RESV_F_WRITE);
+	o->natt++;
+	s->tl->refs++;
+	return 0;
+}
+
+static int ub_stream_destroy(struct tio_ctx *ctx, struct ub_state *ub, void *p)
+{
+	struct tio_handle_op *a = p;
+	struct ub_tl *tl;
+	struct ub_obj *s;
+
+	(void)ctx;
+	if (a->flags)
+		return -EINVAL;
+	s = ub_lookup(ub, a->handle, UB_STREAM);
+	if (!s)
+		return -ENOENT;
+	ub_remove(ub, s);
+	tl = s->tl;
+	free(s);
+	/* Cancel the points not signalled yet. */
+	if (tl->emitted > tl->signalled)
+		ub_tl_signal(tl, tl->emitted, -ECANCELED);
+	ub_tl_put(tl);
+	return 0;
+}
+
+static int ub_fence_emit(struct tio_ctx *ctx, struct ub_state *ub, void *p)
+{
+	struct tio_fence_emit *a = p;
+	struct ub_obj *s;
+
+	(void)ctx;
+	if (a->flags)
+		return -EINVAL;
+	s = ub_lookup(ub, a->stream, UB_STREAM);
+	if (!s)
+		return -ENOENT;
+	if (s->tl->emitted == UINT64_MAX)
+		return -EOVERFLOW;
+	a->seqno = ++s->tl->emitted;
+	return 0;
+}
+
+static int ub_fence_signal(struct tio_ctx *ctx, struct ub_state *ub, void *p)
+{
+	struct tio_fence_signal *a = p;
+	struct ub_obj *s;
+
+	(void)ctx;
+	if (a->flags || a->pad || a->error > 0 || a->error < -4095)
+		return -EINVAL;
+	s = ub_lookup(ub, a->stream, UB_STREAM);
+	if (!s)
+		return -ENOENT;
+	return ub_tl_signal(s->tl, a->seqno, a->error);
+}
+
+/* The handlers that take ub->lock themselves, or need no lock. */
+static int ub_info(struct tio_ctx *ctx, struct ub_state *ub, void *p)
+{
+	struct tio_info *a = p;
+
+	if (a->flags)
+		return -EINVAL;
+	*a = ctx->info;
+	a->pinned = __atomic_load_n(&ub->locked, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* sync_file export/import and the command ring need the kernel. */
+static int ub_needs_kernel(struct tio_ctx *ctx, struct ub_state *ub, void *p)
+{
+	(void)ctx; (void)ub; (void)p;
+	return -EOPNOTSUPP;
 }
 
 /* TIO_IOC_SUBMIT's semantics: in order, stop at a failure unless told. */
@@ -894,10 +951,15 @@ static int ub_submit_vec(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t n,
 	*done = 0;
 	for (i = 0; i < n; i++) {
 		struct tio_cmd *c = &cmds[i];
+		const struct tio_cmd_desc *cmd = tio_cmd_of(c->op);
 
-		if (c->flags || c->pad || c->op == TIO_IOC_SUBMIT || !tio_op_size(c->op))
-			ret = c->op == TIO_IOC_SUBMIT || !tio_op_size(c->op) ?
-			      -ENOTTY : -EINVAL;
+		/* The driver's order of checks (tio_record_check()). */
+		if (c->flags || c->pad)
+			ret = -EINVAL;
+		else if (!cmd)
+			ret = -ENOTTY;
+		else if (cmd->flags & TIO_CMD_F_NESTS)
+			ret = -EINVAL;
 		else
 			ret = ctx->ops->exec(ctx, c->op, c->payload.bytes);
 		c->result = ret;
@@ -911,8 +973,11 @@ static int ub_submit_vec(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t n,
 	return (int)failed;
 }
 
-static int ub_submit(struct tio_ctx *ctx, struct tio_submit *a)
+static int ub_submit(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
+	struct tio_submit *a = p;
+
+	(void)ub;
 	if (a->pad)
 		return -EINVAL;
 	return ub_submit_vec(ctx, (struct tio_cmd *)(uintptr_t)a->cmds_ptr, a->count,
@@ -927,41 +992,61 @@ static int ub_submit_some(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t n,
 			     flags, done);
 }
 
+/*
+ * How this backend runs each row of the command table: a row without a
+ * handler would be -ENOTTY here, so the backend refuses to open while
+ * one lacks it (every user backend test fails, naming the command).
+ */
+static const struct ub_cmd {
+	int (*run)(struct tio_ctx *ctx, struct ub_state *ub, void *payload);
+	bool locked;	/* run under ub->lock */
+} ub_cmds[TIO_CMD_COUNT] = {
+	[TIO_CMD_INFO] = { ub_info, false },
+	[TIO_CMD_BUF_ALLOC] = { ub_buf_alloc, false },
+	[TIO_CMD_BUF_PIN_USER] = { ub_buf_pin, false },
+	[TIO_CMD_BUF_FREE] = { ub_buf_free_cmd, true },
+	[TIO_CMD_BUF_INFO] = { ub_buf_info, true },
+	[TIO_CMD_BUF_SET_DESC] = { ub_buf_set_desc, true },
+	[TIO_CMD_BUF_EXPORT] = { ub_buf_export, true },
+	[TIO_CMD_BUF_IMPORT] = { ub_buf_import, false },
+	[TIO_CMD_BUF_ATTACH_FENCE] = { ub_buf_attach_fence, true },
+	[TIO_CMD_BUF_WAIT] = { ub_buf_wait, false },
+	[TIO_CMD_STREAM_CREATE] = { ub_stream_create, false },
+	[TIO_CMD_STREAM_DESTROY] = { ub_stream_destroy, true },
+	[TIO_CMD_FENCE_EMIT] = { ub_fence_emit, true },
+	[TIO_CMD_FENCE_SIGNAL] = { ub_fence_signal, true },
+	[TIO_CMD_FENCE_WAIT] = { ub_fence_wait, false },
+	[TIO_CMD_FENCE_EXPORT] = { ub_needs_kernel, false },
+	[TIO_CMD_FENCE_IMPORT] = { ub_needs_kernel, false },
+	[TIO_CMD_SUBMIT] = { ub_submit, false },
+	[TIO_CMD_RING_SETUP] = { ub_needs_kernel, false },
+	[TIO_CMD_RING_ENTER] = { ub_needs_kernel, false },
+};
+
+/* The first command table row without a handler, or NULL. */
+static const char *ub_missing_handler(void)
+{
+	size_t i;
+
+	for (i = 0; i < TIO_CMD_COUNT; i++)
+		if (!ub_cmds[i].run)
+			return tio_cmds[i].name;
+	return NULL;
+}
+
 static int ub_exec(struct tio_ctx *ctx, unsigned int op, void *p)
 {
+	const struct tio_cmd_desc *cmd = tio_cmd_of(op);
 	struct ub_state *ub = ctx->priv;
+	const struct ub_cmd *h;
 	int ret;
 
-	switch (op) {
-	case TIO_IOC_INFO: {
-		struct tio_info *a = p;
-
-		if (a->flags)
-			return -EINVAL;
-		*a = ctx->info;
-		a->pinned = __atomic_load_n(&ub->locked, __ATOMIC_RELAXED);
-		return 0;
-	}
-	case TIO_IOC_BUF_ALLOC:
-		return ub_buf_alloc(ctx, p);
-	case TIO_IOC_BUF_PIN_USER:
-		return ub_buf_pin(ctx, p);
-	case TIO_IOC_BUF_IMPORT:
-		return ub_buf_import(ctx, p);
-	case TIO_IOC_STREAM_CREATE:
-		return ub_stream_create(ctx, p);
-	case TIO_IOC_FENCE_WAIT:
-		return ub_exec_wait(ub, p);
-	case TIO_IOC_BUF_WAIT:
-		return ub_exec_buf_wait(ub, p);
-	case TIO_IOC_FENCE_EXPORT:
-	case TIO_IOC_FENCE_IMPORT:
-		return -EOPNOTSUPP;	/* sync_file needs the kernel */
-	case TIO_IOC_SUBMIT:
-		return ub_submit(ctx, p);
-	}
+	if (!cmd || !(h = &ub_cmds[cmd - tio_cmds])->run)
+		return -ENOTTY;
+	if (!h->locked)
+		return h->run(ctx, ub, p);
 	pthread_mutex_lock(&ub->lock);
-	ret = ub_exec_locked(ctx, ub, op, p);
+	ret = h->run(ctx, ub, p);
 	pthread_mutex_unlock(&ub->lock);
 	return ret;
 }

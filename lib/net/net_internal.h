@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The net layer's internals: a worker owns a UCP context and worker and a
- * progress thread; every UCP call is made under the worker's mutex
+ * libtensorio-net's internals (it uses libtensorio's public API only): a
+ * worker owns a UCP context and worker and a progress thread; every UCP
+ * call is made under the worker's mutex
  * (UCS_THREAD_MODE_SERIALIZED). Operations in flight are counted; while
  * any is, the progress thread spins on ucp_worker_progress(), otherwise it
  * sleeps. Transfers that signal a stream point complete in issue order.
@@ -15,7 +16,11 @@
 
 #include <ucp/api/ucp.h>
 
+#include <tensorio/buffer.h>
+#include <tensorio/context.h>
+#include <tensorio/error.h>
 #include <tensorio/net.h>
+#include <tensorio/object.h>
 #include <tensorio/stream.h>
 
 struct tio_net_op {

@@ -8,8 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "dev/dev_internal.h"
-#include "net/net_internal.h"
+#include "net_internal.h"
 
 static bool tio_net_range_bad(uint64_t off, uint64_t len, uint64_t size)
 {

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dev/dev_internal.h"
-#include "net/net_internal.h"
+#include "net_internal.h"
 
 #define TIO_NET_RKEY_MAGIC 0x59454b52u	/* "RKEY" */
 

@@ -9,8 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "dev/dev_internal.h"
-#include "net/net_internal.h"
+#include "net_internal.h"
 
 int tio_net_errno(ucs_status_t st)
 {

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The net layer of a library built without UCX: every call fails with
- * EOPNOTSUPP and says so (lib/Makefile picks this file then).
+ * libtensorio-net built without UCX: every call fails with EOPNOTSUPP
+ * and says so (lib/net/Makefile picks this file then).
  */
 #include <errno.h>
 
+#include <tensorio/context.h>
 #include <tensorio/net.h>
 
-#include "dev/dev_internal.h"
 
 static int tio_net_none(void)
 {
-	return tio_raise_errno(EOPNOTSUPP, "net: libtensorio was built without UCX (libucx-dev)");
+	return tio_raise_errno(EOPNOTSUPP, "net: libtensorio-net was built without UCX (libucx-dev)");
 }
 
 int tio_net_worker_create(tio_net_worker_t **out)

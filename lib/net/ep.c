@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dev/dev_internal.h"
-#include "net/net_internal.h"
+#include "net_internal.h"
 
 int tio_net_raise(tio_net_ep_t *ep, int err, const char *fmt, ...)
 {

@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dev/dev_internal.h"
-#include "net/net_internal.h"
+#include "net_internal.h"
 
 #define TIO_NET_DESC_MAGIC 0x43534544u	/* "DESC" */
 #define TIO_NET_DESC_MAX 65536		/* a message's bytes, key included */
