@@ -193,19 +193,24 @@ FIXTURE_VARIANT(net) {
 FIXTURE_VARIANT_ADD(net, shm) { .tls = "sm,self" };
 FIXTURE_VARIANT_ADD(net, tcp) { .tls = "tcp,self" };
 
-FIXTURE_SETUP(net)
+/* A worker (close timeout @close_ms, or the default) paired with a peer. */
+static void net_open(struct __test_metadata *_metadata, FIXTURE_DATA(net) *self,
+		     const char *tls, const char *close_ms)
 {
 	ASSERT_OK(tio_init());
 	dev_warm_up();
 	self->fds = dev_count_fds();
 	self->objs = tio_debug_live_objects();
-	self->child = spawn_peer(variant->tls, &self->sock);
+	self->child = spawn_peer(tls, &self->sock);
 	ASSERT_LE(0, self->child);
+	if (close_ms)
+		setenv("TIO_NET_CLOSE_TIMEOUT_MS", close_ms, 1);
 	ASSERT_OK(tio_net_worker_create(&self->w));
+	unsetenv("TIO_NET_CLOSE_TIMEOUT_MS");
 	ASSERT_OK(pair_up(self->w, self->sock, "child", &self->ep));
 }
 
-FIXTURE_TEARDOWN(net)
+static void net_close(struct __test_metadata *_metadata, FIXTURE_DATA(net) *self)
 {
 	/*
 	 * Close while the peer still progresses: a flush towards a peer that
@@ -219,6 +224,16 @@ FIXTURE_TEARDOWN(net)
 	EXPECT_EQ(0, tio_debug_live_handles());
 	EXPECT_EQ(self->objs, tio_debug_live_objects());
 	EXPECT_EQ(self->fds, dev_count_fds());
+}
+
+FIXTURE_SETUP(net)
+{
+	net_open(_metadata, self, variant->tls, NULL);
+}
+
+FIXTURE_TEARDOWN(net)
+{
+	net_close(_metadata, self);
 }
 
 /* The peer's buffer holds seed 2 in the first half, seed 1 after: 0/-1. */
@@ -406,12 +421,7 @@ TEST_F(net, peer_killed_mid_transfer)
  * the bound the close hangs while a put is in flight.
  */
 FIXTURE(net_dead) {
-	int fds;
-	int64_t objs;
-	pid_t child;
-	int sock;
-	tio_net_worker_t *w;
-	tio_net_ep_t *ep;
+	FIXTURE_DATA(net) n;
 };
 
 FIXTURE_VARIANT(net_dead) {
@@ -423,28 +433,24 @@ FIXTURE_VARIANT_ADD(net_dead, tcp) { .tls = "tcp,self" };
 
 FIXTURE_SETUP(net_dead)
 {
-	ASSERT_OK(tio_init());
-	dev_warm_up();
-	self->fds = dev_count_fds();
-	self->objs = tio_debug_live_objects();
-	setenv("TIO_NET_CLOSE_TIMEOUT_MS", "1000", 1);
-	self->child = spawn_peer(variant->tls, &self->sock);
-	ASSERT_LE(0, self->child);
-	ASSERT_OK(tio_net_worker_create(&self->w));
-	unsetenv("TIO_NET_CLOSE_TIMEOUT_MS");
-	ASSERT_OK(pair_up(self->w, self->sock, "child", &self->ep));
+	net_open(_metadata, &self->n, variant->tls, "1000");
 }
 
 FIXTURE_TEARDOWN(net_dead)
 {
+	net_close(_metadata, &self->n);
+}
+
+TEST(net_bad_close_timeout)
+{
+	tio_net_worker_t *w = NULL;
+
+	ASSERT_OK(tio_init());
+	setenv("TIO_NET_CLOSE_TIMEOUT_MS", "0", 1);
+	EXPECT_EQ(-1, tio_net_worker_create(&w));
 	unsetenv("TIO_NET_CLOSE_TIMEOUT_MS");
-	tio_net_ep_close(self->ep);
-	stop_peer(self->child, self->sock);
-	tio_net_worker_destroy(self->w);
-	tio_error_clear();
-	EXPECT_EQ(0, tio_debug_live_handles());
-	EXPECT_EQ(self->objs, tio_debug_live_objects());
-	EXPECT_EQ(self->fds, dev_count_fds());
+	EXPECT_EQ(NULL, w);
+	ASSERT_DEV_MSG(EINVAL, "TIO_NET_CLOSE_TIMEOUT_MS=0");
 }
 
 static void kill_peer(pid_t *child)
@@ -473,11 +479,11 @@ static int close_error_ok(void)
 
 TEST_F(net_dead, close_after_peer_killed_once_connected)
 {
-	kill_peer(&self->child);
+	kill_peer(&self->n.child);
 	/* Nothing is outstanding: the close may succeed, but it returns. */
-	if (tio_net_ep_close(self->ep))
+	if (tio_net_ep_close(self->n.ep))
 		EXPECT_EQ(0, close_error_ok());
-	self->ep = NULL;
+	self->n.ep = NULL;
 }
 
 TEST_F(net_dead, close_after_peer_killed_mid_put)
@@ -497,23 +503,23 @@ TEST_F(net_dead, close_after_peer_killed_mid_put)
 	 */
 	if (!strstr(variant->tls, "sm"))
 		SKIP(return, "UCX 1.13 asserts in ucp_cleanup after a forced TCP close mid-put");
-	ASSERT_OK(tio_net_recv_desc(self->ep, TAG_DESC, 10000000000LL, &got, &rk));
+	ASSERT_OK(tio_net_recv_desc(self->n.ep, TAG_DESC, 10000000000LL, &got, &rk));
 	ASSERT_OK(tio_buffer_alloc(NBYTES, NULL, &b));
-	ASSERT_OK(tio_net_mem_register(self->w, b, &m));
+	ASSERT_OK(tio_net_mem_register(self->n.w, b, &m));
 	ASSERT_OK(tio_stream_create(&s));
 	fill(tio_buffer_data(b), NBYTES, 2);
-	ASSERT_OK(tio_net_put(self->ep, m, 0, rk, 0, NBYTES / 2, NULL, NULL));
-	EXPECT_EQ(0, ask_peer(self->sock));
-	kill_peer(&self->child);
+	ASSERT_OK(tio_net_put(self->n.ep, m, 0, rk, 0, NBYTES / 2, NULL, NULL));
+	EXPECT_EQ(0, ask_peer(self->n.sock));
+	kill_peer(&self->n.child);
 	/* A put towards the dead peer, left in flight. */
-	ASSERT_OK(tio_net_put(self->ep, m, 0, rk, 0, NBYTES, s, &sq));
+	ASSERT_OK(tio_net_put(self->n.ep, m, 0, rk, 0, NBYTES, s, &sq));
 	tio_net_rkey_destroy(rk);
 	/*
 	 * The flush never completes on shared memory: the close times out,
 	 * forces, and the put's point signals -ECANCELED.
 	 */
-	EXPECT_EQ(-1, tio_net_ep_close(self->ep));
-	self->ep = NULL;
+	EXPECT_EQ(-1, tio_net_ep_close(self->n.ep));
+	self->n.ep = NULL;
 	EXPECT_EQ(0, close_error_ok());
 	ASSERT_OK(tio_fence_wait(s, sq, 0, &status));
 	EXPECT_EQ(-ECANCELED, status);
