@@ -180,12 +180,20 @@ static void progress(const struct bench_case *c, int i, int repeats, double samp
 	shown = 1;
 }
 
+/* Samples per case: --repeat, else 3 for --fast, 9 instruction counts, 15. */
+static int repeats_of(const struct opts *o)
+{
+	if (o->repeat > 0)
+		return o->repeat;
+	return o->fast ? 3 : (o->unit == BENCH_INSN ? 9 : 15);
+}
+
 static void run_case(const struct opts *o, const struct bench_case *c,
 		     struct bench_result *res)
 {
 	double target, t = 0, ops = c->ops > 0 ? c->ops : 1;
 	struct bench_run run = { .c = c, .fast = o->fast, .unit = o->unit };
-	int repeats = o->repeat, err = 0, i;
+	int repeats = repeats_of(o), err = 0, i;
 	uint64_t n = 1, m0, total;
 
 	memset(res, 0, sizeof(*res));
@@ -208,8 +216,6 @@ static void run_case(const struct opts *o, const struct bench_case *c,
 		target = o->fast ? 2e5 : 3e6;
 	else
 		target = o->fast ? 2e5 : 1e7;
-	if (repeats <= 0)
-		repeats = o->fast ? 3 : (o->unit == BENCH_INSN ? 9 : 15);
 
 	err = c->setup ? c->setup(&run) : 0;
 	if (err == BENCH_SKIP) {
@@ -521,7 +527,7 @@ int main(int argc, char **argv)
 		return 2;
 	make_header(&h, o.unit);
 	h.fast = o.fast;
-	h.repeats = o.repeat;
+	h.repeats = repeats_of(&o);
 	bench_print_header(stdout, &h, "# ");
 	fflush(stdout);
 	i = 0;

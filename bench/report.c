@@ -239,8 +239,12 @@ int bench_write_json(const char *path, const struct bench_header *h,
 		json_num(f, x->st.mean);
 		fputs(", \"std\": ", f);
 		json_num(f, x->st.std);
+		/* No p99 where too few samples make one (null, as the table's "-"). */
 		fputs(", \"p99\": ", f);
-		json_num(f, x->st.p99);
+		if (x->st.n >= BENCH_P99_MIN_SAMPLES)
+			json_num(f, x->st.p99);
+		else
+			fputs("null", f);
 		fputs(", \"max\": ", f);
 		json_num(f, x->st.max);
 		fputs(", \"allocs_per_op\": ", f);

@@ -28,6 +28,7 @@
 
 #include <liburing.h>
 #include <linux/tensorio.h>
+#include <tensorio/batch.h>
 #include <tensorio/buffer.h>
 #include <tensorio/context.h>
 #include <tensorio/error.h>
@@ -723,6 +724,7 @@ static void badioctl_teardown(struct bench_run *run)
  */
 struct libst {
 	tio_stream_t *stream;
+	tio_batch_t *b;		/* the batch rows' batch */
 };
 
 static int lib_setup(struct bench_run *run)
@@ -742,6 +744,15 @@ static int lib_setup(struct bench_run *run)
 		return bench_fail(run, EPROTO, "tio_stream_create (%s backend)",
 				  tio_backend_name());
 	}
+	/* A batch row: ARG()'s path is the batch's TIO_BATCH_* mode. */
+	if (ARG_BATCH(run->c->arg) > 1 &&
+	    (tio_batch_new(0, &s->b) ||
+	     tio_batch_set_mode(s->b, (int)ARG_PATH(run->c->arg)))) {
+		tio_error_clear();
+		tio_batch_free(s->b);
+		free(s);
+		return bench_fail(run, EPROTO, "tio_batch_new");
+	}
 	run->state = s;
 	return 0;
 }
@@ -754,6 +765,7 @@ static void lib_teardown(struct bench_run *run)
 		return;
 	if (s->stream)
 		tio_stream_decref(s->stream);
+	tio_batch_free(s->b);
 	free(s);
 	run->state = NULL;
 }
@@ -791,6 +803,42 @@ fail:
 	return bench_fail(run, EPROTO, "library call failed (%s backend)",
 			  tio_backend_name());
 }
+
+/*
+ * A batch of 64 INFO records through libtensorio's batch in one mode
+ * (TIO_BATCH_CMD_RING or TIO_BATCH_VECTORED): filled, submitted and reset
+ * each iteration, as a user of the batch API would.
+ */
+static int libbatch_run(struct bench_run *run, uint64_t n)
+{
+	struct libst *s = run->state;
+	struct tio_info info = { 0 };
+	uint64_t it;
+	int i;
+
+	for (it = 0; it < n; it++) {
+		for (i = 0; i < 64; i++)
+			if (tio_batch_add_record(s->b, TIO_IOC_INFO, &info, sizeof(info)) < 0)
+				goto fail;
+		if (tio_batch_submit(s->b) || tio_batch_failed(s->b))
+			goto fail;
+		if (!it && tio_batch_mode(s->b) != (int)ARG_PATH(run->c->arg) &&
+		    !strcmp(tio_backend_name(), "kernel"))
+			return bench_fail(run, EOPNOTSUPP, "the batch used mode %d",
+					  tio_batch_mode(s->b));
+		tio_batch_reset(s->b);
+	}
+	return 0;
+fail:
+	tio_error_clear();
+	return bench_fail(run, EPROTO, "batch of INFO records failed (%s backend)",
+			  tio_backend_name());
+}
+
+#define LIBBATCHROW(n, mode, what) {					\
+	.suite = "overhead", .name = n, .ref = "info/ioctl", .ops = 64,	\
+	.note = what, .setup = lib_setup, .run = libbatch_run,		\
+	.teardown = lib_teardown, .arg = ARG(K_INFO, mode, 64) }
 
 #define LIBROW(n, k, r, what) {						\
 	.suite = "overhead", .name = n, .ref = r, .note = what,		\
@@ -842,6 +890,10 @@ static struct bench_case cases[] = {
 	       "tio_buffer_alloc(4096) + release (either backend)"),
 	LIBROW("fence/lib", K_FENCE, "fence/ioctl",
 	       "tio_fence_emit + tio_fence_signal (either backend)"),
+	LIBBATCHROW("info/lib/ring/b64", TIO_BATCH_CMD_RING,
+		    "64 INFO records in a tio_batch, command ring mode"),
+	LIBBATCHROW("info/lib/vectored/b64", TIO_BATCH_VECTORED,
+		    "64 INFO records in a tio_batch, vectored SUBMIT mode"),
 };
 
 static void __attribute__((constructor)) overhead_register(void)

@@ -17,6 +17,7 @@
 #include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 
+#include "tio_dispatch.h"
 #include "tio_priv.h"
 #include "tio_trace.h"
 
@@ -55,38 +56,6 @@ struct tio_op {
 	u8 nb;
 };
 
-/**
- * tio_cmd_info() - TIO_IOC_INFO: driver version, features and limits
- * @tf: the calling file
- * @data: kernel copy of the struct tio_info payload
- * @call: the call
- *
- * Return: 0, or -EINVAL for non-zero flags or pad.
- */
-static int tio_cmd_info(struct tio_file *tf, void *data, struct tio_call *call)
-{
-	struct tio_info *info = data;
-
-	u64 features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER | TIO_FEAT_DMABUF |
-		       TIO_FEAT_SUBMIT | TIO_FEAT_STREAMS | TIO_FEAT_SYNC_FILE |
-		       TIO_FEAT_DMA_RESV | TIO_FEAT_RING;
-
-	if (info->flags || info->pad)
-		return -EINVAL;
-	if (IS_ENABLED(CONFIG_IO_URING))
-		features |= TIO_FEAT_URING_CMD | TIO_FEAT_ASYNC_WAIT;
-	/* Every field assigned: no memset on the command path. */
-	*info = (struct tio_info) {
-		.version = TIO_UAPI_VERSION,
-		.features = features,
-		.max_buf_size = READ_ONCE(tio_max_buf_size),
-		.max_pinned = READ_ONCE(tio_max_pinned),
-		.pinned = atomic64_read(&tio_pinned_total),
-		.max_submit = TIO_MAX_SUBMIT,
-	};
-	return 0;
-}
-
 static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call);
 
 /* Commands a record (SUBMIT's or the ring's) may not carry. */
@@ -124,7 +93,10 @@ static const struct tio_op tio_ops[] = {
 	TIO_OP(RING_ENTER, tio_cmd_ring_enter, INLINE),
 };
 
-#define TIO_NR_OPS	ARRAY_SIZE(tio_ops)
+static_assert(ARRAY_SIZE(tio_ops) == TIO_NR_OPS);
+
+/* RING_ENTER is the last command: TIO_NR_OPS is its number plus one. */
+static_assert(_IOC_NR(TIO_IOC_RING_ENTER) + 1 == TIO_NR_OPS);
 
 /* Every payload fits a command record. */
 static_assert(sizeof(struct tio_info) <= TIO_CMD_PAYLOAD);
@@ -147,24 +119,7 @@ static_assert(sizeof(struct tio_submit) <= TIO_CMD_PAYLOAD);
 static_assert(sizeof(struct tio_cmd) == 64);
 static_assert(sizeof(struct tio_uring_inline) == 64);	/* in 80 bytes */
 
-/*
- * Per-command statistics, per CPU so that the hot path only touches
- * CPU-local cache lines; readers sum them (tio_cmd_stats_show()). The
- * updates are not atomic against preemption: a rare lost update is
- * acceptable for statistics, a shared atomic in the dispatch path is not.
- */
-struct tio_cmd_stat {
-	u64 calls;
-	u64 errors;
-	u64 ns;
-	u64 max_ns;
-};
-
-struct tio_cmd_stats {
-	struct tio_cmd_stat op[TIO_NR_OPS];
-};
-
-static DEFINE_PER_CPU(struct tio_cmd_stats, tio_stats);
+DEFINE_PER_CPU(struct tio_cmd_stats, tio_stats);
 
 /*
  * Handler timing costs two clock reads per command (about a quarter of a

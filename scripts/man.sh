@@ -38,7 +38,11 @@ for h in $(grep -l "^/\*\*" "$top"/lib/include/tensorio/*.h); do
 		/^\.TH / {
 			if (f) close(f)
 			f = ""
-			name = $2; gsub(/"/, "", name)
+			# The whole first quoted field: a struct page is titled
+			# "Kernel API", which must not become Kernel.3.
+			if (!match($0, /^\.TH "[^"]*"/))
+				next
+			name = substr($0, 6, RLENGTH - 6)
 			if (name !~ /^[A-Za-z_][A-Za-z0-9_]*$/)
 				next
 			f = dir "/" name ".3"

@@ -3,7 +3,8 @@
  * tioctl load-safetensors FILE: load a safetensors file (or the shards a
  * model.safetensors.index.json names) into pinned buffers and list the
  * zero-copy tensors found in it. A progress bar goes to stderr when it is
- * a terminal; nothing otherwise.
+ * a terminal; nothing otherwise. --hold keeps what was loaded until
+ * standard input ends (tioctl stat then shows it and the pinned cache).
  */
 #include <stdio.h>
 #include <time.h>
@@ -72,10 +73,14 @@ static int show_progress(void *arg, uint64_t done, uint64_t total)
 	return 0;
 }
 
-static const struct option st_opts[] = { TIOCTL_COMMON_OPTS, { NULL, 0, NULL, 0 } };
+static const struct option st_opts[] = {
+	TIOCTL_COMMON_OPTS,
+	{ "hold", no_argument, NULL, 'H' },
+	{ NULL, 0, NULL, 0 }
+};
 
 /**
- * cmd_safetensors() - tioctl load-safetensors FILE
+ * cmd_safetensors() - tioctl load-safetensors FILE [--hold]
  * @o: global options
  * @argc: argument count, argv[0] being the command
  * @argv: the arguments: the file
@@ -91,10 +96,13 @@ int cmd_safetensors(struct tioctl_opts *o, int argc, char **argv)
 	tio_object_t *t;
 	double t0, ms;
 	int64_t i, n;
-	int a, ret;
+	int a, c, ret, hold = 0;
 
-	if (tioctl_getopt(o, argc, argv, st_opts) != -1)
-		return EXIT_UNUSABLE;
+	while ((c = tioctl_getopt(o, argc, argv, st_opts)) != -1) {
+		if (c != 'H')
+			return EXIT_UNUSABLE;
+		hold = 1;
+	}
 	ret = tioctl_lib_operand(argc, argv, &a);
 	if (ret)
 		return ret;
@@ -128,9 +136,13 @@ int cmd_safetensors(struct tioctl_opts *o, int argc, char **argv)
 		print_tensor(arr, name, tio_tensor_dl(t));
 		tio_object_decref(t);
 	}
-	tio_safetensors_free(st);
 	if (o->json)
-		return tioctl_json_print(j);
-	printf("%lld tensors, loaded in %.3f ms\n", (long long)n, ms);
-	return EXIT_OK;
+		ret = tioctl_json_print(j);
+	else
+		printf("%lld tensors, loaded in %.3f ms\n", (long long)n, ms);
+	fflush(stdout);
+	if (hold && ret == EXIT_OK)
+		tioctl_hold();
+	tio_safetensors_free(st);
+	return ret;
 }

@@ -2,7 +2,8 @@
 /*
  * tioctl stat: the driver's debugfs counters, module-wide, per open file
  * (with its process' pinned and locked memory, where the library's pinned
- * cache shows too) and per command; --watch N refreshes every N seconds.
+ * cache shows too, and that cache's counters) and per command; --watch N
+ * refreshes every N seconds.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <tensorio/error.h>
+#include <tensorio/pinned.h>
 
 #include "tioctl.h"
 
@@ -76,6 +80,50 @@ static unsigned long long status_kb(const char *path, const char *name)
  * and pinned user memory, the library's pinned cache included, to its
  * pinned_vm) and locked: /proc/PID/status VmPin and VmLck, process-wide.
  */
+/*
+ * The process's pinned-memory cache, as the library publishes it: null
+ * (text "-") when the process has not used the cache or it cannot be read.
+ */
+static void print_pinned_cache(int pid, struct json_object *file)
+{
+	static const char *const name[] = {
+		"hits", "misses", "bytes_cached", "bytes_in_use", "buffers_cached", "limit",
+	};
+	struct tio_pinned_stats st;
+	struct json_object *pc;
+	uint64_t v[6];
+	size_t i;
+
+	if (tio_pinned_stats_of(pid, &st)) {
+		tio_error_clear();
+		if (file)
+			json_object_object_add(file, "pinned_cache", NULL);
+		else
+			printf("  %-26s -\n", "pinned_cache");
+		return;
+	}
+	v[0] = st.hits;
+	v[1] = st.misses;
+	v[2] = st.bytes_cached;
+	v[3] = st.bytes_in_use;
+	v[4] = st.buffers_cached;
+	v[5] = st.limit;
+	pc = file ? json_object_new_object() : NULL;
+	for (i = 0; i < 6; i++) {
+		if (pc)
+			json_object_object_add(pc, name[i], json_object_new_uint64(v[i]));
+		else
+			printf("  pinned_cache_%-*s %llu\n", 26 - 13, name[i],
+			       (unsigned long long)v[i]);
+	}
+	if (pc) {
+		json_object_object_add(pc, "enabled", json_object_new_boolean(st.enabled));
+		json_object_object_add(file, "pinned_cache", pc);
+	} else if (!st.enabled) {
+		printf("  %-26s off (TIO_PINNED_CACHE=0)\n", "pinned_cache");
+	}
+}
+
 static void print_pinned(const char *stats, struct json_object *file)
 {
 	char line[128], path[64];
@@ -100,6 +148,7 @@ static void print_pinned(const char *stats, struct json_object *file)
 		printf("  %-20s %llu\n  %-20s %llu\n", "pinned_vm_bytes", pin,
 		       "locked_vm_bytes", lck);
 	}
+	print_pinned_cache(pid, file);
 }
 
 static int print_files(struct json_object *arr)

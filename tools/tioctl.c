@@ -27,7 +27,8 @@ static const struct {
 	{ "import", cmd_import, "FD|PID:FD", "import a dma-buf and describe it" },
 	{ "signal", cmd_signal, "[--error E] [--hold]", "a sync_file, signalled when stdin ends" },
 	{ "wait", cmd_wait, "FD|PID:FD [--timeout MS]", "wait for a sync_file" },
-	{ "load-safetensors", cmd_safetensors, "FILE", "load into one pinned buffer, list tensors" },
+	{ "load-safetensors", cmd_safetensors, "FILE [--hold]",
+	  "load into one pinned buffer, list tensors" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))

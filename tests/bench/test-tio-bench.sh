@@ -13,9 +13,12 @@ one=(--fast --suite ffi --case breakdown/c-indirect-call)
 echo "TAP version 13"
 t "--save-baseline creates its directory on a fresh tree" 0 "baseline saved: $TIO_BENCH_BASELINES/b1.json" \
 	"$bench" "${one[@]}" --save-baseline b1
-t "the JSON header records --fast and repeats; rows their sample count (jq)" 0 true \
-	jq -e '.header.fast == true and .header.repeats == 0 and .results[0].n == 3 and
+t "the JSON header records --fast and the repeats it took; rows their sample count (jq)" 0 true \
+	jq -e '.header.fast == true and .header.repeats == 3 and .results[0].n == 3 and
 	       (.results[0].samples | length) == 3' "$TIO_BENCH_BASELINES/b1.json"
+t "--repeat N is recorded as N; no p99 in the JSON from fewer than 100 samples (jq)" 0 true \
+	bash -c "'$bench' ${one[*]} --repeat 5 --json '$tmp/r5.json' >/dev/null &&
+		 jq -e '.header.repeats == 5 and .results[0].n == 5 and .results[0].p99 == null' '$tmp/r5.json'"
 t "two back-to-back --fast runs compare clean (too few samples to fail)" 0 \
 	"baseline: 1 same or faster, 0 warnings, 0 failures" "$bench" "${one[@]}" --baseline b1
 t "... and say why they are not judged" 0 "too few to tell from noise" "$bench" "${one[@]}" --baseline b1

@@ -38,12 +38,22 @@ t "a man3 page for every exported function" bash -c '
 	done
 	man -l "'"$dest$prefix"'/share/man/man3/tio_buffer_alloc.3" 2>&1 >/dev/null | grep . && exit 1
 	man -l "'"$dest$prefix"'/share/man/man3/tio_buffer_alloc.3" | grep -q "#include <tensorio/buffer.h>"'
+t "every man3 page is named after the function it documents" bash -c '
+	for p in "'"$dest$prefix"'"/share/man/man3/*.3; do
+		n=$(basename "$p" .3)
+		sed -n "/^\.SH NAME/{n;p;q}" "$p" | grep -q "^$n \\\\-" ||
+			{ echo "$p: its NAME is not $n"; exit 1; }
+	done'
 t "tioctl and its bash completion installed" test -x "$dest$prefix/bin/tioctl" -a \
 	-s "$dest$prefix/share/bash-completion/completions/tioctl"
 t "docs and licence texts installed" test -s "$dest$prefix/share/doc/tensorio/README.md" -a \
 	-s "$dest$prefix/share/doc/tensorio/CHANGELOG.md" -a -s "$dest$prefix/share/doc/tensorio/COPYING" -a \
 	-s "$dest$prefix/share/doc/tensorio/LICENSES/preferred/LGPL-2.1" -a \
 	-s "$dest$prefix/share/doc/tensorio/library.md"
+t "CHANGELOG.md names every symbol version node" bash -c '
+	for w in $(sed -n "s/^\(TENSORIO_[0-9.]*\) {$/\1/p" "'"$top"'/lib/libtensorio.map"); do
+		grep -qF "\`$w\`" "'"$top"'/CHANGELOG.md" || { echo "CHANGELOG.md does not mention $w"; exit 1; }
+	done'
 cat >"$tmp/prog.c" <<'PROG'
 #include <stdio.h>
 #include <linux/tensorio.h>

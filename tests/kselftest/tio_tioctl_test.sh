@@ -34,7 +34,7 @@ status() {	# status N CMD...: CMD exits with N
 	[ $? = "$want" ]
 }
 echo "TAP version 13"
-echo "1..27"
+echo "1..29"
 t "info names the uapi version" has "uapi version   1.3" ./tioctl info
 t "info lists the module parameters" has "param max_buf_size" ./tioctl info
 t "info --json" has '"uapi_version": "1.3"' ./tioctl --json info
@@ -112,6 +112,23 @@ hold /tmp/pinned.out ./tioctl export 1048576 --hold
 t "stat shows a holder's pinned memory (VmPin)" json \
 	"[.files[] | select(.pid == $pid and .pinned_vm_bytes >= 1048576)] | length == 1" \
 	./tioctl --json stat
+release
+# A process that loaded a file through the pinned cache (one miss) and
+# holds it: stat shows its cache's counters, in JSON and in text.
+hdr='{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}'
+{ printf "$(printf '\\%03o' ${#hdr} 0 0 0 0 0 0 0)"; printf '%s' "$hdr"; head -c 16 /dev/zero; } >/tmp/pc.safetensors
+rm -f /tmp/hold.fifo
+mkfifo /tmp/hold.fifo
+./tioctl load-safetensors /tmp/pc.safetensors --hold </tmp/hold.fifo >/tmp/pc.out 2>&1 &
+holder=$!
+exec 3>/tmp/hold.fifo
+i=0
+while ! grep -q "tensors" /tmp/pc.out && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+t "stat shows a holder's pinned-cache counters (JSON)" json \
+	"[.files[] | select(.pid == $holder and .pinned_cache.misses >= 1 and
+	  (.pinned_cache.hits | type) == \"number\" and .pinned_cache.bytes_in_use >= 16 and
+	  .pinned_cache.enabled == true)] | length == 1" ./tioctl --json stat
+t "... and in text" has "pinned_cache_misses *[1-9]" ./tioctl stat
 release
 t "--version exits 0" has "tioctl 0.1.0" ./tioctl --version
 t "a missing operand exits 2" status 2 ./tioctl import

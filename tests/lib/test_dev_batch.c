@@ -2,8 +2,10 @@
 /*
  * Batches: userspace calls, driver commands and asynchronous waits in one
  * submission with results in order, per-call errors, stop-on-error, the
- * three submission modes, 10 000 calls, bad inputs.
+ * four submission modes (command ring, vectored, uring, ioctl) and which
+ * one a batch used, 10 000 calls, bad inputs.
  */
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "kselftest_harness.h"
@@ -156,7 +158,7 @@ TEST_F(ba, stop_on_error_cancels_the_rest)
 
 	ASSERT_OK(tio_func_new(log_call, &log, NULL, &logf));
 	ASSERT_OK(tio_stream_create(&s));
-	for (mode = TIO_BATCH_VECTORED; mode <= TIO_BATCH_IOCTL; mode++) {
+	for (mode = TIO_BATCH_VECTORED; mode <= TIO_BATCH_CMD_RING; mode++) {
 		ASSERT_OK(tio_batch_new(TIO_BATCH_STOP_ON_ERROR, &b));
 		ASSERT_OK(tio_batch_set_mode(b, mode));
 		tio_batch_fence_emit(b, s);
@@ -187,7 +189,7 @@ TEST_F(ba, ten_thousand_calls_in_every_mode)
 	int mode;
 
 	ASSERT_OK(tio_stream_create(&s));
-	for (mode = TIO_BATCH_VECTORED; mode <= TIO_BATCH_IOCTL; mode++) {
+	for (mode = TIO_BATCH_VECTORED; mode <= TIO_BATCH_CMD_RING; mode++) {
 		ASSERT_OK(tio_batch_new(0, &b));
 		ASSERT_OK(tio_batch_set_mode(b, mode));
 		for (i = 0; i < 10000; i++)
@@ -199,6 +201,9 @@ TEST_F(ba, ten_thousand_calls_in_every_mode)
 		if (dev_is_kernel() && mode == TIO_BATCH_VECTORED)
 			/* 10 SUBMITs of 1024 at most, few enters. */
 			EXPECT_GE(2, tio_batch_enters(b));
+		if (dev_is_kernel() && mode == TIO_BATCH_CMD_RING)
+			/* 256 records per enter: the ring wraps 39 times. */
+			EXPECT_EQ(40, tio_batch_enters(b));
 		base += 10000;
 		/* Reuse after reset. */
 		tio_batch_reset(b);
@@ -311,6 +316,8 @@ TEST_F(ba, bad_inputs)
 	ASSERT_OK(tio_batch_new(0, &b));
 	ASSERT_EQ(-1, tio_batch_set_mode(b, 7));
 	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	ASSERT_EQ(-1, tio_batch_set_mode(b, -2));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
 	ASSERT_EQ(-1, tio_batch_add(b, (tio_object_t *)s, &v, 1));
 	ASSERT_DEV_MSG(EINVAL, "not a Function");
 	ASSERT_EQ(-1, tio_batch_add_record(b, TIO_IOC_SUBMIT, payload, 24));
@@ -363,14 +370,14 @@ TEST_F(ba, kernel_ring_and_one_enter)
  */
 TEST_F(ba, punted_records_keep_their_order)
 {
-	static const int modes[] = { TIO_BATCH_URING, TIO_BATCH_VECTORED };
+	static const int modes[] = { TIO_BATCH_URING, TIO_BATCH_VECTORED, TIO_BATCH_CMD_RING };
 	static char mem[4096] __attribute__((aligned(4096)));
 	const size_t page = sizeof(mem);
 	unsigned int i;
 
 	if (!dev_is_kernel())
 		SKIP(return, "only the driver punts");
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 3; i++) {
 		struct tio_buf_pin pin = { .addr = (uintptr_t)mem, .size = page };
 		struct tio_buf_alloc alloc = { .size = page };
 		tio_any_t vp, va;
@@ -393,6 +400,169 @@ TEST_F(ba, punted_records_keep_their_order)
 		tio_any_decref(&va);
 		tio_batch_free(b);
 	}
+}
+
+/* Does this context's driver offer the command ring? */
+static int dev_has_cmd_ring(void)
+{
+	struct tio_driver_info info;
+
+	return dev_is_kernel() && !tio_driver_info(&info) &&
+	       (info.features & TIO_FEAT_RING);
+}
+
+/*
+ * One batch of records: INFO, BUF_ALLOC, emits, a failing signal, BUF_INFO
+ * of a bad handle; with TIO_SUBMIT_F_CONTINUE every record runs.
+ */
+static tio_batch_t *mixed_records(struct __test_metadata *_metadata, int mode,
+				  tio_stream_t *s)
+{
+	struct tio_buf_alloc alloc = { .size = 8192 };
+	struct tio_handle_op bad = { .handle = 999999 };
+	struct tio_info info = { 0 };
+	tio_batch_t *b;
+	int i;
+
+	if (tio_batch_new(0, &b) || tio_batch_set_mode(b, mode)) {
+		TH_LOG("batch: %s", tio_error_message(tio_error_peek_raised()));
+		return NULL;
+	}
+	tio_batch_add_record(b, TIO_IOC_INFO, &info, sizeof(info));
+	tio_batch_add_record(b, TIO_IOC_BUF_ALLOC, &alloc, sizeof(alloc));
+	for (i = 0; i < 5; i++)
+		tio_batch_fence_emit(b, s);
+	tio_batch_fence_signal(b, s, UINT64_C(1) << 40, 0);	/* fails */
+	tio_batch_add_record(b, TIO_IOC_BUF_FREE, &bad, sizeof(bad));	/* fails */
+	tio_batch_fence_emit(b, s);
+	return b;
+}
+
+/*
+ * Every mode gives the same statuses and payloads (seqnos relative to the
+ * stream's start), and the batch says which mode it used: the command ring
+ * by default where the driver offers it.
+ */
+TEST_F(ba, modes_agree_and_report_themselves)
+{
+	static const int modes[] = { TIO_BATCH_AUTO, TIO_BATCH_CMD_RING, TIO_BATCH_VECTORED,
+				     TIO_BATCH_URING, TIO_BATCH_IOCTL };
+	int64_t first[10], status[10];
+	unsigned int m;
+	int64_t i, n = 0;
+
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		int want = modes[m];
+		tio_stream_t *s;
+		tio_batch_t *b;
+
+		ASSERT_OK(tio_stream_create(&s));
+		b = mixed_records(_metadata, modes[m], s);
+		ASSERT_NE(NULL, b);
+		EXPECT_EQ(modes[m], tio_batch_mode(b));
+		ASSERT_OK(tio_batch_submit(b));
+		if (!dev_is_kernel())
+			want = TIO_BATCH_VECTORED;
+		else if (want == TIO_BATCH_AUTO)
+			want = dev_has_cmd_ring() ? TIO_BATCH_CMD_RING : TIO_BATCH_VECTORED;
+		EXPECT_EQ(want, tio_batch_mode(b));
+		n = tio_batch_count(b);
+		ASSERT_EQ(10, n);
+		EXPECT_EQ(2, tio_batch_failed(b));
+		for (i = 0; i < n; i++) {
+			const struct tio_cmd *c = tio_batch_record(b, i);
+			int64_t v = 0;
+
+			ASSERT_NE(NULL, c);
+			if (c->op == TIO_IOC_FENCE_EMIT)
+				v = (int64_t)((const struct tio_fence_emit *)c->payload.bytes)->seqno;
+			else if (c->op == TIO_IOC_INFO)
+				v = ((const struct tio_info *)c->payload.bytes)->version;
+			else if (c->op == TIO_IOC_BUF_ALLOC)
+				v = (int64_t)((const struct tio_buf_alloc *)c->payload.bytes)->size;
+			if (!m) {
+				first[i] = v;
+				status[i] = tio_batch_status(b, i);
+				continue;
+			}
+			EXPECT_EQ(status[i], tio_batch_status(b, i)) {
+				TH_LOG("mode %d entry %lld", modes[m], (long long)i);
+			}
+			EXPECT_EQ(first[i], v) {
+				TH_LOG("mode %d entry %lld", modes[m], (long long)i);
+			}
+		}
+		tio_batch_free(b);
+		tio_stream_decref(s);
+	}
+	EXPECT_EQ(-EINVAL, status[7]);
+	EXPECT_NE(0, status[8]);
+	EXPECT_EQ(6, first[9]);
+}
+
+/*
+ * Stop-on-error in the command ring: records published behind the failure
+ * are withdrawn, never run by a later enter (the seqnos show it), and a
+ * run longer than the ring wraps around it.
+ */
+TEST_F(ba, cmd_ring_stop_withdraws_the_rest)
+{
+	tio_stream_t *s;
+	tio_batch_t *b;
+	int64_t i;
+
+	if (!dev_has_cmd_ring())
+		SKIP(return, "no command ring on this backend");
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(tio_batch_new(TIO_BATCH_STOP_ON_ERROR, &b));
+	ASSERT_OK(tio_batch_set_mode(b, TIO_BATCH_CMD_RING));
+	for (i = 0; i < 100; i++)
+		tio_batch_fence_emit(b, s);
+	tio_batch_fence_signal(b, s, 1000, 0);	/* fails: stops the enter */
+	for (i = 0; i < 50; i++)
+		tio_batch_fence_emit(b, s);
+	ASSERT_OK(tio_batch_submit(b));
+	EXPECT_EQ(TIO_BATCH_CMD_RING, tio_batch_mode(b));
+	EXPECT_EQ(100, result_int(_metadata, b, 99));
+	EXPECT_EQ(-EINVAL, tio_batch_status(b, 100));
+	for (i = 101; i < 151; i++)
+		ASSERT_EQ(-ECANCELED, tio_batch_status(b, i));
+	tio_batch_free(b);
+
+	/* 300 more: the next seqno is 101, so the 50 never ran. */
+	ASSERT_OK(tio_batch_new(0, &b));
+	ASSERT_OK(tio_batch_set_mode(b, TIO_BATCH_CMD_RING));
+	for (i = 0; i < 300; i++)
+		tio_batch_fence_emit(b, s);
+	ASSERT_OK(tio_batch_submit(b));
+	EXPECT_EQ(0, tio_batch_failed(b));
+	for (i = 0; i < 300; i++)
+		ASSERT_EQ(101 + i, result_int(_metadata, b, i));
+	EXPECT_EQ(2, tio_batch_enters(b));
+	tio_batch_free(b);
+	tio_stream_decref(s);
+}
+
+/* TIO_BATCH_MODE picks the default mode; a bad value is refused by name. */
+TEST_F(ba, mode_from_the_environment)
+{
+	tio_batch_t *b;
+
+	ASSERT_OK(setenv("TIO_BATCH_MODE", "uring", 1));
+	ASSERT_OK(tio_batch_new(0, &b));
+	EXPECT_EQ(TIO_BATCH_URING, tio_batch_mode(b));
+	tio_batch_free(b);
+	ASSERT_OK(setenv("TIO_BATCH_MODE", "ring", 1));
+	ASSERT_OK(tio_batch_new(0, &b));
+	EXPECT_EQ(TIO_BATCH_CMD_RING, tio_batch_mode(b));
+	tio_batch_free(b);
+	ASSERT_OK(setenv("TIO_BATCH_MODE", "bogus", 1));
+	ASSERT_EQ(-1, tio_batch_new(0, &b));
+	ASSERT_DEV_MSG(EINVAL, "TIO_BATCH_MODE=bogus");
+	ASSERT_OK(unsetenv("TIO_BATCH_MODE"));
+	ASSERT_OK(tio_batch_new(0, &b));
+	EXPECT_EQ(TIO_BATCH_AUTO, tio_batch_mode(b));
+	tio_batch_free(b);
 }
 
 TEST_HARNESS_MAIN

@@ -2,11 +2,16 @@
 /*
  * The pinned-memory cache: repeated allocations hit, a buffer whose fence
  * is pending is not handed out until it signals, the limit and trim free
- * what is cached, and nothing is left when trimmed.
+ * what is cached, and nothing is left when trimmed; the counters are read
+ * from another process (tio_pinned_stats_of(), what tioctl stat shows).
  */
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <tensorio/pinned.h>
@@ -142,6 +147,80 @@ TEST_F(pin, large_misses_ask_for_huge_pages)
 	EXPECT_NE(NULL, strstr(flags, " hg")) TH_LOG("%s", flags);
 	tio_buffer_decref(b);
 	tio_pinned_trim();
+}
+
+/* Another process reads a process's counters; a fork publishes its own. */
+TEST_F(pin, stats_read_from_another_process)
+{
+	struct tio_pinned_stats a, mine, theirs;
+	int up[2], down[2], i, status;
+	tio_buffer_t *buf;
+	char c = 0;
+	pid_t child;
+
+	tio_pinned_trim();
+	tio_pinned_stats(&a);
+	if (tio_pinned_stats_of(getpid(), &mine)) {
+		if (tio_errno() == EPERM || tio_errno() == EACCES)
+			SKIP(return, "reading /proc/PID/map_files needs CAP_SYS_ADMIN");
+		ASSERT_OK(-1);
+	}
+	EXPECT_EQ(a.hits, mine.hits);
+	EXPECT_EQ(a.misses, mine.misses);
+	EXPECT_EQ(a.limit, mine.limit);
+	EXPECT_EQ(1, mine.enabled);
+	ASSERT_EQ(0, pipe(up));
+	ASSERT_EQ(0, pipe(down));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		/* One miss and two hits, then hold until the parent has read. */
+		close(down[1]);
+		close(up[0]);
+		for (i = 0; i < 3; i++) {
+			if (tio_pinned_alloc(1000, &buf))
+				_exit(1);
+			tio_buffer_decref(buf);
+		}
+		if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(up[1]);
+	close(down[0]);
+	ASSERT_EQ(1, read(up[0], &c, 1));
+	ASSERT_OK(tio_pinned_stats_of(child, &theirs));
+	EXPECT_EQ(a.misses + 1, theirs.misses);
+	EXPECT_EQ(a.hits + 2, theirs.hits);
+	EXPECT_EQ(4096, theirs.bytes_cached);
+	EXPECT_EQ(0, theirs.bytes_in_use);
+	/* The child's allocations are not the parent's. */
+	ASSERT_OK(tio_pinned_stats_of(getpid(), &mine));
+	EXPECT_EQ(a.hits, mine.hits);
+	EXPECT_EQ(a.misses, mine.misses);
+	close(down[1]);
+	close(up[0]);
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST_F(pin, stats_of_a_process_without_a_cache)
+{
+	char *const argv[] = { "sleep", "30", NULL };
+	struct tio_pinned_stats st;
+	pid_t pid;
+
+	EXPECT_EQ(-1, tio_pinned_stats_of(0, &st));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	EXPECT_EQ(-1, tio_pinned_stats_of(0x7ffffff0, &st));
+	ASSERT_DEV_MSG(ESRCH, "no such process");
+	/* An exec'd program has never mapped the page. */
+	ASSERT_EQ(0, posix_spawnp(&pid, "sleep", NULL, NULL, argv, NULL));
+	EXPECT_EQ(-1, tio_pinned_stats_of(pid, &st));
+	EXPECT_EQ(0, st.hits);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	ASSERT_DEV_MSG(ENOENT, "publishes no pinned-cache statistics");
 }
 
 TEST_HARNESS_MAIN

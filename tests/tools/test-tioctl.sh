@@ -112,6 +112,10 @@ j "load-safetensors --json shape (jq), a name with a quote and a newline" \
 head -c 60 "$tmp/ok.safetensors" >"$tmp/short.safetensors"
 t "load-safetensors rejects a truncated file (exit 1)" 1 "short.safetensors" "$tioctl" load-safetensors "$tmp/short.safetensors"
 t "load-safetensors of a missing file exits 1 (ENOENT)" 1 "ENOENT" "$tioctl" load-safetensors "$tmp/none"
+t "load-safetensors --hold lists, then holds until stdin ends" 0 "^held 2 tensors" sh -c \
+	"(sleep 0.2; echo) | { '$tioctl' load-safetensors --hold '$tmp/ok.safetensors' | tail -1 | sed 's/^/held /'; }"
+t "load-safetensors --hold with --json after the file" 0 '"name": "b"' sh -c \
+	"'$tioctl' load-safetensors '$tmp/ok.safetensors' --hold --json </dev/null"
 # No progress bar unless stderr is a terminal.
 t "load-safetensors is quiet on a pipe" 0 "^0$" sh -c "'$tioctl' load-safetensors '$tmp/ok.safetensors' 2>&1 >/dev/null | wc -c"
 if command -v script >/dev/null; then

@@ -7,11 +7,13 @@
  *   tio.stream.* globals, or tio_batch_add_record()) becomes a command record;
  *   any other function runs in userspace at its position, after every
  *   earlier entry has run (asynchronous waits excepted).
- * - On the kernel backend, tio_batch_submit() sends the records through
- *   io_uring: adjacent records travel in one vectored TIO_IOC_SUBMIT
- *   uring_cmd (TIO_BATCH_VECTORED), or one uring_cmd each
- *   (TIO_BATCH_URING), or one ioctl each (TIO_BATCH_IOCTL); a batch with
- *   no userspace call in the middle costs one io_uring_enter.
+ * - On the kernel backend, tio_batch_submit() sends adjacent records
+ *   through the driver's command ring, one RING_ENTER per run of up to
+ *   the ring's size (TIO_BATCH_CMD_RING, where the driver offers it), or
+ *   through io_uring: in one vectored TIO_IOC_SUBMIT uring_cmd
+ *   (TIO_BATCH_VECTORED), one uring_cmd each (TIO_BATCH_URING), or one
+ *   ioctl each (TIO_BATCH_IOCTL); a batch with no userspace call in the
+ *   middle costs one kernel entry (up to 256 records in the ring).
  * - A fence wait (tio.fence.wait, tio_batch_fence_wait()) is asynchronous:
  *   it parks in the kernel and its slot completes when the fence signals;
  *   entries after it do not wait for it. tio_batch_wait() collects them.
@@ -44,10 +46,16 @@ typedef struct tio_batch tio_batch_t;
 /* Flags of tio_batch_new(). */
 #define TIO_BATCH_STOP_ON_ERROR 0x1u
 
-/* Submission modes (tio_batch_set_mode()). */
-#define TIO_BATCH_VECTORED 0	/* adjacent records in one SUBMIT (default) */
+/*
+ * Submission modes (tio_batch_set_mode(); the default comes from the
+ * environment variable TIO_BATCH_MODE: auto, ring, vectored, uring or
+ * ioctl, else auto).
+ */
+#define TIO_BATCH_AUTO (-1)	/* the command ring where the driver has it, else vectored */
+#define TIO_BATCH_VECTORED 0	/* adjacent records in one SUBMIT uring_cmd */
 #define TIO_BATCH_URING 1	/* one uring_cmd per record */
 #define TIO_BATCH_IOCTL 2	/* one ioctl per record */
+#define TIO_BATCH_CMD_RING 3	/* adjacent records through the driver's command ring */
 
 /* tio_batch_status() of an entry that has not completed. */
 #define TIO_BATCH_PENDING 1
@@ -78,7 +86,13 @@ TIO_API void tio_batch_free(tio_batch_t *b);
 /**
  * tio_batch_set_mode() - choose how records reach the driver
  * @b: the batch
- * @mode: TIO_BATCH_VECTORED, TIO_BATCH_URING or TIO_BATCH_IOCTL
+ * @mode: TIO_BATCH_AUTO, TIO_BATCH_CMD_RING, TIO_BATCH_VECTORED,
+ *	  TIO_BATCH_URING or TIO_BATCH_IOCTL
+ *
+ * Modes apply on the kernel backend with io_uring commands; elsewhere
+ * records go to the backend's vectored submit whatever the mode. A
+ * submission in TIO_BATCH_CMD_RING mode fails when the driver has no
+ * command ring (TIO_BATCH_AUTO then uses TIO_BATCH_VECTORED).
  *
  * Return: 0, or -1 with a ValueError raised.
  */
@@ -312,6 +326,16 @@ TIO_API int tio_command_info(int32_t index, struct tio_command_info *out);
  * Waits for asynchronous waits still parked, as tio_batch_free().
  */
 TIO_API void tio_batch_reset(tio_batch_t *b);
+
+/**
+ * tio_batch_mode() - how the batch's records reached the driver
+ * @b: the batch
+ *
+ * Return: the TIO_BATCH_* mode the last tio_batch_submit() used (never
+ * TIO_BATCH_AUTO once submitted: TIO_BATCH_VECTORED on the user backend),
+ * or the mode set, before the first.
+ */
+TIO_API int tio_batch_mode(const tio_batch_t *b);
 
 /**
  * tio_batch_ring_flags() - what the io_uring ring was set up with

@@ -202,6 +202,21 @@ TIO_API int tio_net_send_desc(tio_net_ep_t *ep, tio_net_mem_t *m,
 TIO_API int tio_net_recv_desc(tio_net_ep_t *ep, uint64_t tag, int64_t timeout_ns,
 			      struct tio_desc *desc, tio_net_rkey_t **out);
 
+/**
+ * tio_net_register_globals() - register the tio.net.* global functions
+ *
+ * The operations above as FFI globals (docs/net.md lists them), with
+ * workers, endpoints, registrations and remote keys as objects
+ * (``tio.net.Worker``, ``tio.net.Endpoint``, ``tio.net.Memory``,
+ * ``tio.net.RemoteKey``) released with their last reference. Done once
+ * per process; later calls report the first one's result. Not done when
+ * the library loads, so that a program that links it sees no extra
+ * globals until it asks.
+ *
+ * Return: 0, or -1 with an error raised naming what failed.
+ */
+TIO_API int tio_net_register_globals(void);
+
 #ifdef __cplusplus
 }
 #endif

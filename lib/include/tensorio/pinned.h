@@ -73,6 +73,23 @@ TIO_API int tio_pinned_alloc(size_t size, tio_buffer_t **out);
 TIO_API void tio_pinned_stats(struct tio_pinned_stats *st);
 
 /**
+ * tio_pinned_stats_of() - another process's cache statistics
+ * @pid: the process (its own pid works too)
+ * @st: filled in (zeroed on failure)
+ *
+ * A process publishes its cache's counters, from its first use of the
+ * cache on, in a shared page (a memfd named "tio-pinned-stats"); this
+ * reads them through /proc/@pid/map_files, which needs CAP_SYS_ADMIN.
+ * tioctl stat shows them per open file.
+ *
+ * Return: 0, or -1 with an OSError raised: ENOENT when @pid has not used
+ * the cache, ESRCH when there is no such process, EPERM without the
+ * capability, EPROTO when @pid's libtensorio publishes another layout;
+ * EINVAL (ValueError) for a @pid below 1.
+ */
+TIO_API int tio_pinned_stats_of(int pid, struct tio_pinned_stats *st);
+
+/**
  * tio_pinned_set_limit() - the most bytes the cache may hold
  * @bytes: the limit; cached buffers above it are freed now
  */

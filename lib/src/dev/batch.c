@@ -61,7 +61,8 @@ struct tio_bentry {
 
 struct tio_batch {
 	unsigned int flags;
-	int mode;
+	int mode;		/* as set (TIO_BATCH_AUTO: the best there is) */
+	int used;		/* what the last submission used */
 	int submitted;
 	int stopped;
 	struct tio_ctx *ctx;
@@ -81,13 +82,41 @@ static int64_t tio_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+static const char *const tio_batch_mode_names[] = {
+	[TIO_BATCH_VECTORED] = "vectored",
+	[TIO_BATCH_URING] = "uring",
+	[TIO_BATCH_IOCTL] = "ioctl",
+	[TIO_BATCH_CMD_RING] = "ring",
+};
+
+/* The default mode: TIO_BATCH_MODE from the environment, else auto. */
+static int tio_batch_default_mode(int *mode)
+{
+	const char *env = getenv("TIO_BATCH_MODE");
+	size_t i;
+
+	*mode = TIO_BATCH_AUTO;
+	if (!env || !*env || !strcmp(env, "auto"))
+		return 0;
+	for (i = 0; i < sizeof(tio_batch_mode_names) / sizeof(tio_batch_mode_names[0]); i++)
+		if (!strcmp(env, tio_batch_mode_names[i])) {
+			*mode = (int)i;
+			return 0;
+		}
+	return tio_raise_errno(EINVAL, "TIO_BATCH_MODE=%s: not auto, ring, vectored, uring or ioctl",
+			       env);
+}
+
 int tio_batch_new(unsigned int flags, tio_batch_t **out)
 {
 	struct tio_ctx *ctx;
 	struct tio_batch *b;
+	int mode;
 
 	if (flags & ~TIO_BATCH_STOP_ON_ERROR)
 		return tio_raise_errno(EINVAL, "tio_batch_new: unknown flags 0x%x", flags);
+	if (tio_batch_default_mode(&mode))
+		return -1;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return tio_raise_errno(ENOMEM, "tio_batch_new");
@@ -98,6 +127,7 @@ int tio_batch_new(unsigned int flags, tio_batch_t **out)
 		return -1;
 	}
 	b->flags = flags;
+	b->mode = b->used = mode;
 	b->ctx = ctx;
 	*out = b;
 	return 0;
@@ -105,10 +135,9 @@ int tio_batch_new(unsigned int flags, tio_batch_t **out)
 
 int tio_batch_set_mode(tio_batch_t *b, int mode)
 {
-	if (mode != TIO_BATCH_VECTORED && mode != TIO_BATCH_URING &&
-	    mode != TIO_BATCH_IOCTL)
+	if (mode != TIO_BATCH_AUTO && (mode < TIO_BATCH_VECTORED || mode > TIO_BATCH_CMD_RING))
 		return tio_raise_errno(EINVAL, "tio_batch_set_mode: unknown mode %d", mode);
-	b->mode = mode;
+	b->mode = b->used = mode;
 	return 0;
 }
 
@@ -430,7 +459,7 @@ static int tio_batch_queue_segment(struct tio_batch *b, size_t i, size_t j)
 		if (run <= k)	/* the adjacent records from k on */
 			for (run = k; run < j && b->e[run].kind == E_CMD; run++)
 				;
-		n = q->ops->push(q, b->mode, &b->cmds[k], (uint32_t)(run - k), flags, k);
+		n = q->ops->push(q, b->used, &b->cmds[k], (uint32_t)(run - k), flags, k);
 		if (n < 0)
 			return -1;
 		/* Those the push did not already complete are in flight. */
@@ -448,7 +477,11 @@ static int tio_batch_queue_segment(struct tio_batch *b, size_t i, size_t j)
 static int tio_batch_run_queue(struct tio_batch *b)
 {
 	size_t i = 0, j;
+	int used = b->q->ops->mode(b->q, b->mode);
 
+	if (used < 0)
+		return -1;
+	b->used = used;
 	while (i < b->n && !b->stopped) {
 		if (b->e[i].kind == E_CALL) {
 			tio_batch_run_call(b, i++);
@@ -515,6 +548,7 @@ int tio_batch_submit(tio_batch_t *b)
 	ret = tio_batch_open_queue(b);
 	if (ret > 0) {
 		ret = 0;
+		b->used = TIO_BATCH_VECTORED;	/* the backend's vectored submit */
 		tio_batch_run_sync(b);
 	} else if (!ret) {
 		ret = tio_batch_run_queue(b);
@@ -620,6 +654,11 @@ int tio_batch_record_get(const tio_batch_t *b, int64_t i, struct tio_record *out
 	out->payload = c->payload.bytes;
 	out->size = tio_op_size(c->op);
 	return 0;
+}
+
+int tio_batch_mode(const tio_batch_t *b)
+{
+	return b->used;
 }
 
 unsigned int tio_batch_ring_flags(const tio_batch_t *b)

@@ -54,6 +54,9 @@ struct tio_queue;
  * @wait: wait until something completes or @deadline (absolute
  *	CLOCK_MONOTONIC ns, -1 none) passes: 0, -ETIME, or -1 with an error
  *	raised
+ * @mode: the TIO_BATCH_* mode @push will use for a batch's @mode:
+ *	TIO_BATCH_AUTO becomes the best the queue has, a mode it cannot
+ *	serve is -1 with an error raised
  * @close: free the queue; nothing may be in flight
  */
 struct tio_queue_ops {
@@ -63,6 +66,7 @@ struct tio_queue_ops {
 	int (*park)(struct tio_queue *q, struct tio_cmd *cmd, uint64_t tag);
 	int (*flush)(struct tio_queue *q, int wait_sync);
 	int (*wait)(struct tio_queue *q, int64_t deadline);
+	int (*mode)(struct tio_queue *q, int mode);
 	void (*close)(struct tio_queue *q);
 };
 
@@ -187,6 +191,13 @@ extern const struct tio_backend_ops tio_backend_kernel_ops;
 extern const struct tio_backend_ops tio_backend_user_ops;
 /* backend/kernel_uring.c: the kernel backend's queue. */
 extern const struct tio_queue_ops tio_kernel_uring_ops;
+/* backend/kernel_ring.c: the driver's command ring, one per context. */
+struct tio_kring;
+struct tio_kring *tio_kring_new(void);
+void tio_kring_free(struct tio_kring *r);
+int tio_kring_ready(struct tio_ctx *ctx);
+int tio_kring_run(struct tio_ctx *ctx, struct tio_cmd *cmds, uint32_t n,
+		  unsigned int flags, uint32_t *taken, uint32_t *done);
 
 /* explain.c: the cause of a failed command, for its error message. */
 void tio_cmd_explain(struct tio_ctx *ctx, unsigned int op, const void *payload,

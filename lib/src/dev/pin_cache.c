@@ -7,9 +7,16 @@
  * Locking: pc.lock guards the free lists and the counters. A fence poll
  * (BUF_WAIT, timeout 0) runs under it; the backend never calls back into
  * the cache, so the order is always pc.lock -> backend.
+ *
+ * The counters are also published, on every unlock, in one shared page of
+ * a memfd named "tio-pinned-stats", so that another process (tioctl stat)
+ * can read them through /proc/PID/map_files: tio_pinned_stats_of(). No fd
+ * stays open; a forked child neither inherits the page nor writes to it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -21,6 +28,17 @@
 
 #define PC_SUB 32			/* classes per doubling above 1 MiB */
 #define PC_NCLASS (65 * PC_SUB)
+
+#define PC_PUB_NAME "tio-pinned-stats"
+#define PC_PUB_MAGIC 0x3173747370636f74ULL	/* "tocpsts1" */
+
+/* The published page: every field a naturally aligned u64. */
+struct pc_pub {
+	uint64_t magic;
+	uint64_t size;		/* sizeof(struct pc_pub): the layout */
+	uint64_t hits, misses, bytes_cached, bytes_in_use, buffers_cached;
+	uint64_t limit, enabled;
+};
 
 struct pc_entry {
 	struct pc_entry *next;
@@ -37,8 +55,61 @@ static struct {
 	int enabled;
 	uint64_t limit;
 	struct tio_pinned_stats st;
+	struct pc_pub *pub;
 	struct pc_entry *free[PC_NCLASS];
 } pc = { .lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
+
+/* A page of its own, not inherited by a fork: NULL where that fails. */
+static struct pc_pub *pc_publish_map(void)
+{
+	int fd = memfd_create(PC_PUB_NAME, MFD_CLOEXEC);
+	struct pc_pub *p;
+
+	if (fd < 0)
+		return NULL;
+	p = ftruncate(fd, sizeof(*p)) ? MAP_FAILED :
+	    mmap(NULL, sizeof(*p), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (madvise(p, sizeof(*p), MADV_DONTFORK)) {
+		munmap(p, sizeof(*p));
+		return NULL;
+	}
+	p->size = sizeof(*p);
+	__atomic_store_n(&p->magic, PC_PUB_MAGIC, __ATOMIC_RELEASE);
+	return p;
+}
+
+/* The child of a fork (one thread) has no page: it publishes in a new one. */
+static void pc_forked(void)
+{
+	pc.pub = pc_publish_map();
+}
+
+static void pc_publish_setup(void)
+{
+	if (pthread_atfork(NULL, NULL, pc_forked))
+		return;
+	pc.pub = pc_publish_map();
+}
+
+/* Publish the counters, then drop pc.lock. */
+static void pc_unlock(void)
+{
+	struct pc_pub *p = pc.pub;
+
+	if (p) {
+		__atomic_store_n(&p->hits, pc.st.hits, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->misses, pc.st.misses, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->bytes_cached, pc.st.bytes_cached, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->bytes_in_use, pc.st.bytes_in_use, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->buffers_cached, pc.st.buffers_cached, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->limit, pc.limit, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->enabled, (uint64_t)pc.enabled, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&pc.lock);
+}
 
 static void pc_setup(void)
 {
@@ -50,6 +121,9 @@ static void pc_setup(void)
 	pc.limit = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : 1ULL << 30;
 	if (l && *l)
 		pc.limit = strtoull(l, NULL, 0);
+	pc_publish_setup();
+	pthread_mutex_lock(&pc.lock);
+	pc_unlock();
 }
 
 /* The size class of @size and its free-list index. */
@@ -158,7 +232,7 @@ static void pc_recycle(void *obj)
 		pc.st.bytes_cached += size;
 		pc.st.buffers_cached++;
 	}
-	pthread_mutex_unlock(&pc.lock);
+	pc_unlock();
 	if (!e)
 		pc_free_entry(buf->ctx, (uint32_t)buf->handle, buf->data, size);
 }
@@ -173,7 +247,7 @@ static int pc_wrap(struct tio_ctx *ctx, uint32_t handle, uint64_t mmap_offset,
 	(*out)->recycle = pc_recycle;
 	pthread_mutex_lock(&pc.lock);
 	pc.st.bytes_in_use += size;
-	pthread_mutex_unlock(&pc.lock);
+	pc_unlock();
 	return 0;
 }
 
@@ -222,7 +296,7 @@ int tio_pinned_get(size_t size, struct tio_pinned_mem *m)
 		e = pc_take(ctx, idx);
 	else
 		pc.st.misses++;
-	pthread_mutex_unlock(&pc.lock);
+	pc_unlock();
 	if (e) {
 		m->addr = e->addr;
 		m->size = e->size;
@@ -325,7 +399,7 @@ void tio_pinned_stats(struct tio_pinned_stats *st)
 	*st = pc.st;
 	st->limit = pc.limit;
 	st->enabled = pc.enabled;
-	pthread_mutex_unlock(&pc.lock);
+	pc_unlock();
 }
 
 void tio_pinned_set_limit(uint64_t bytes)
@@ -334,19 +408,86 @@ void tio_pinned_set_limit(uint64_t bytes)
 	pthread_mutex_lock(&pc.lock);
 	pc.limit = bytes;
 	pc_trim_locked(NULL, bytes);
-	pthread_mutex_unlock(&pc.lock);
+	pc_unlock();
 }
 
 void tio_pinned_trim(void)
 {
 	pthread_mutex_lock(&pc.lock);
 	pc_trim_locked(NULL, 0);
-	pthread_mutex_unlock(&pc.lock);
+	pc_unlock();
 }
 
 void tio_pinned_trim_ctx(struct tio_ctx *ctx)
 {
 	pthread_mutex_lock(&pc.lock);
 	pc_trim_locked(ctx, 0);
-	pthread_mutex_unlock(&pc.lock);
+	pc_unlock();
+}
+
+/* Where @pid maps its published page (@lo-@hi): 0, 1 when it maps none, or -1. */
+static int pc_find_pub(int pid, unsigned long *lo, unsigned long *hi)
+{
+	char path[64], line[512];
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, " /memfd:" PC_PUB_NAME " ") &&
+			sscanf(line, "%lx-%lx", lo, hi) == 2;
+	fclose(f);
+	return !found;
+}
+
+int tio_pinned_stats_of(int pid, struct tio_pinned_stats *st)
+{
+	struct pc_pub pub;
+	unsigned long lo, hi;
+	char path[96];
+	ssize_t n;
+	int fd;
+
+	memset(st, 0, sizeof(*st));
+	if (pid <= 0)
+		return tio_raise_errno(EINVAL, "pinned-cache statistics of pid %d: not a process id",
+				       pid);
+	switch (pc_find_pub(pid, &lo, &hi)) {
+	case 0:
+		break;
+	case 1:
+		return tio_raise_file_errno(ENOENT, "process %d publishes no pinned-cache "
+					    "statistics (it has not used the cache)", pid);
+	default:
+		if (errno == ENOENT)
+			return tio_raise_file_errno(ESRCH, "pinned-cache statistics of "
+						    "pid %d: no such process", pid);
+		return tio_raise_file_errno(errno, "pinned-cache statistics of pid %d: "
+					    "/proc/%d/maps", pid, pid);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", pid, lo, hi);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tio_raise_file_errno(errno, "pinned-cache statistics of pid %d: "
+					    "%s%s", pid, path, errno == EPERM || errno == EACCES ?
+					    " (reading another process's mapping needs "
+					    "CAP_SYS_ADMIN)" : "");
+	n = pread(fd, &pub, sizeof(pub), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(pub) || pub.magic != PC_PUB_MAGIC || pub.size != sizeof(pub))
+		return tio_raise_errno(EPROTO, "pinned-cache statistics of pid %d: %s "
+				       "is not in this library's layout (another "
+				       "libtensorio version?)", pid, path);
+	st->hits = pub.hits;
+	st->misses = pub.misses;
+	st->bytes_cached = pub.bytes_cached;
+	st->bytes_in_use = pub.bytes_in_use;
+	st->buffers_cached = pub.buffers_cached;
+	st->limit = pub.limit;
+	st->enabled = (int)pub.enabled;
+	tio_set_errno(0);
+	return 0;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The kernel backend: command records go to /dev/tensorio as ioctls; its
- * asynchronous queue (kernel_uring.c) sends them through io_uring.
+ * asynchronous queue (kernel_uring.c) sends them through io_uring or the
+ * driver's command ring (kernel_ring.c, the state in ctx->priv).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +57,13 @@ int tio_backend_kernel_open(struct tio_ctx *ctx, char *why, size_t len)
 		snprintf(why, len,
 			 "%s lacks buffers or streams (features 0x%llx)",
 			 TIO_DEV_PATH, (unsigned long long)ctx->info.features);
+		goto err_close;
+	}
+	/* The command ring's state; the ring itself is set up on first use. */
+	ctx->priv = tio_kring_new();
+	if (!ctx->priv) {
+		err = ENOMEM;
+		snprintf(why, len, "out of memory for the command ring's state");
 		goto err_close;
 	}
 	ctx->fd = fd;
@@ -114,6 +122,8 @@ static void tio_kernel_unmap(struct tio_ctx *ctx, void *addr, size_t len)
 
 static void tio_kernel_destroy(struct tio_ctx *ctx)
 {
+	tio_kring_free(ctx->priv);
+	ctx->priv = NULL;
 	close(ctx->fd);
 	ctx->fd = -1;
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * The kernel backend's asynchronous queue (struct tio_queue_ops): an
- * io_uring whose SQEs are IORING_OP_URING_CMDs on /dev/tensorio.
+ * io_uring whose SQEs are IORING_OP_URING_CMDs on /dev/tensorio, or, in
+ * TIO_BATCH_CMD_RING mode, the driver's command ring (kernel_ring.c),
+ * entered synchronously after what the io_uring holds was sent.
  *
  * io_uring issues SQEs in ring order, inline, so records run in the order
  * pushed -- except those the driver punts to io-wq (TIO_CMD_F_PUNT:
@@ -140,6 +142,11 @@ static int kq_flush(struct tio_queue *q, int wait_sync)
 	struct tio_kqueue *kq = kq_of(q);
 	int ret;
 
+	/* Nothing to send or wait for (records went through the command ring). */
+	if (!io_uring_sq_ready(&kq->ring) && (!wait_sync || kq->sync_left <= 0)) {
+		kq_reap(kq);
+		return 0;
+	}
 	for (;;) {
 		unsigned int want = wait_sync && kq->sync_left > 0 ? 1 : 0;
 
@@ -206,6 +213,55 @@ static int kq_push_ioctl(struct tio_kqueue *kq, struct tio_cmd *cmd, uint64_t ta
 	return 1;
 }
 
+/*
+ * Up to the ring's size of @cmds through the command ring, after what is
+ * queued before them; they complete before this returns.
+ */
+static int kq_push_ring(struct tio_kqueue *kq, struct tio_cmd *cmds, uint32_t n,
+			unsigned int flags, uint64_t tag)
+{
+	uint32_t taken, done, k;
+	int ret;
+
+	if (io_uring_sq_ready(&kq->ring) && kq_flush(&kq->q, 0))
+		return -1;
+	ret = tio_kring_run(kq->ctx, cmds, n, flags, &taken, &done);
+	kq->q.enters++;
+	if (!taken)
+		return tio_raise_errno(-ret, "entering the command ring");
+	kq->q.in_flight += taken;
+	for (k = 0; k < taken; k++) {
+		int r = cmds[k].result;
+
+		if (ret < 0)		/* the enter was refused: none ran */
+			r = ret;
+		else if (k >= done)	/* stopped by an earlier failure */
+			r = -ECANCELED;
+		cmds[k].result = r;
+		kq_complete(kq, tag + k, r);
+	}
+	return (int)taken;
+}
+
+static int kq_mode(struct tio_queue *q, int mode)
+{
+	struct tio_kqueue *kq = kq_of(q);
+	int ret;
+
+	if (mode != TIO_BATCH_AUTO && mode != TIO_BATCH_CMD_RING)
+		return mode;
+	ret = tio_kring_ready(kq->ctx);
+	if (ret > 0)
+		return TIO_BATCH_CMD_RING;
+	if (mode == TIO_BATCH_AUTO)
+		return TIO_BATCH_VECTORED;
+	if (ret == -EOPNOTSUPP)
+		return tio_raise_errno(EOPNOTSUPP,
+				       "the driver has no command ring (features 0x%llx)",
+				       (unsigned long long)kq->ctx->info.features);
+	return tio_raise_errno(-ret, "setting up the command ring");
+}
+
 static int kq_push(struct tio_queue *q, int mode, struct tio_cmd *cmds, uint32_t n,
 		   unsigned int flags, uint64_t tag)
 {
@@ -217,6 +273,8 @@ static int kq_push(struct tio_queue *q, int mode, struct tio_cmd *cmds, uint32_t
 
 	if (mode == TIO_BATCH_IOCTL)
 		return kq_push_ioctl(kq, cmds, tag);
+	if (mode == TIO_BATCH_CMD_RING)
+		return kq_push_ring(kq, cmds, n, flags, tag);
 	if (mode == TIO_BATCH_URING) {
 		if (kq_prep(kq, cmds->op, cmds->payload.bytes, tag << 2 | KIND_ONE))
 			return -1;
@@ -303,5 +361,6 @@ const struct tio_queue_ops tio_kernel_uring_ops = {
 	.park = kq_park,
 	.flush = kq_flush,
 	.wait = kq_wait,
+	.mode = kq_mode,
 	.close = kq_close,
 };

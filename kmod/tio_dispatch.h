@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The hot commands' dispatch, inlined where records are run in batches
+ * (the command ring): a record whose number is exactly the kernel's for
+ * one of a few frequent commands is checked with constants and its
+ * handler called directly, not through the table's function pointer
+ * (an indirect call is a retpoline thunk on mitigated machines). Every
+ * other record, and every hot record that fails a check, takes the table
+ * path, tio_record_run_copy(), which gives the same results: the fast
+ * path only skips work whose outcome the exact number already decides.
+ */
+#ifndef _TIO_DISPATCH_H
+#define _TIO_DISPATCH_H
+
+#include <linux/percpu.h>
+
+#include "tio_priv.h"
+#include "tio_trace.h"
+
+/*
+ * The table's size: RING_ENTER's number plus one (a literal: the _IOWR()
+ * numbers are not constant expressions in the kernel; tio_ioctl.c checks).
+ */
+#define TIO_NR_OPS	0x23
+
+/*
+ * Per-command statistics, per CPU so that the hot path only touches
+ * CPU-local cache lines; readers sum them (tio_cmd_stats_show()). The
+ * updates are not atomic against preemption: a rare lost update is
+ * acceptable for statistics, a shared atomic in the dispatch path is not.
+ */
+struct tio_cmd_stat {
+	u64 calls;
+	u64 errors;
+	u64 ns;
+	u64 max_ns;
+};
+
+struct tio_cmd_stats {
+	struct tio_cmd_stat op[TIO_NR_OPS];
+};
+
+DECLARE_PER_CPU(struct tio_cmd_stats, tio_stats);
+
+/* INFO is here, inline: the ring runs it in its loop. */
+/**
+ * tio_cmd_info() - TIO_IOC_INFO: driver version, features and limits
+ * @tf: the calling file
+ * @data: kernel copy of the struct tio_info payload
+ * @call: the call
+ *
+ * Return: 0, or -EINVAL for non-zero flags or pad.
+ */
+static inline int tio_cmd_info(struct tio_file *tf, void *data,
+			       struct tio_call *call)
+{
+	struct tio_info *info = data;
+
+	u64 features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER | TIO_FEAT_DMABUF |
+		       TIO_FEAT_SUBMIT | TIO_FEAT_STREAMS | TIO_FEAT_SYNC_FILE |
+		       TIO_FEAT_DMA_RESV | TIO_FEAT_RING;
+
+	if (info->flags || info->pad)
+		return -EINVAL;
+	if (IS_ENABLED(CONFIG_IO_URING))
+		features |= TIO_FEAT_URING_CMD | TIO_FEAT_ASYNC_WAIT;
+	/*
+	 * Field by field: flags and pad are already zero, and a compound
+	 * literal would clear the whole structure first.
+	 */
+	info->version = TIO_UAPI_VERSION;
+	info->features = features;
+	info->max_buf_size = READ_ONCE(tio_max_buf_size);
+	info->max_pinned = READ_ONCE(tio_max_pinned);
+	info->pinned = atomic64_read(&tio_pinned_total);
+	info->max_submit = TIO_MAX_SUBMIT;
+	return 0;
+}
+
+/* Bytes past @size in a record's payload are all zero. */
+static __always_inline bool tio_tail_zero(const struct tio_cmd *rec,
+					  unsigned int size)
+{
+	const u64 *w = (const u64 *)rec->payload.bytes;
+	unsigned int i;
+	u64 any = 0;
+
+	for (i = size / sizeof(u64); i < TIO_CMD_PAYLOAD / sizeof(u64); i++)
+		any |= w[i];
+	return !any;
+}
+
+/*
+ * One hot command, @cmd a constant: its handler @fn must be TIO_NB_INLINE
+ * (no wait accounting) and its structure whole words. Handler timing
+ * (debugfs tensorio/timing) is the table path's.
+ */
+static __always_inline int
+tio_record_hot(struct tio_file *tf, struct tio_cmd *rec, struct tio_call *call,
+	       unsigned int *out, const unsigned int cmd,
+	       int (*fn)(struct tio_file *, void *, struct tio_call *))
+{
+	const unsigned int nr = _IOC_NR(cmd);
+	int ret;
+
+	BUILD_BUG_ON(_IOC_SIZE(cmd) % sizeof(u64) ||
+		     _IOC_SIZE(cmd) > TIO_CMD_PAYLOAD);
+	if (unlikely(rec->flags | rec->pad) ||
+	    unlikely(!tio_tail_zero(rec, _IOC_SIZE(cmd))) ||
+	    static_branch_unlikely(&tio_stats_timing))
+		return tio_record_run_copy(tf, rec, call, out);
+	if (!(_IOC_DIR(cmd) & _IOC_WRITE))
+		memset(rec->payload.bytes, 0, TIO_CMD_PAYLOAD);
+	trace_tio_cmd_enter(tf, nr);
+	ret = fn(tf, rec->payload.bytes, call);
+	this_cpu_inc(tio_stats.op[nr].calls);
+	if (likely(ret >= 0)) {
+		*out = _IOC_DIR(cmd) & _IOC_READ ? _IOC_SIZE(cmd) : 0;
+	} else {
+		this_cpu_inc(tio_stats.op[nr].errors);
+		*out = 0;
+	}
+	trace_tio_cmd_exit(tf, nr, ret);
+	return ret;
+}
+
+/**
+ * tio_record_run_fast() - run a record that is already a private copy
+ * @tf: the file
+ * @rec: the kernel's own copy; the handler works on its payload
+ * @call: the call; new fds join its queue
+ * @out: set to the bytes of @rec's payload to write back (0: none)
+ *
+ * tio_record_run_copy() with the hot commands dispatched directly.
+ *
+ * Return: as tio_record_run_copy().
+ */
+static __always_inline int tio_record_run_fast(struct tio_file *tf,
+					       struct tio_cmd *rec,
+					       struct tio_call *call,
+					       unsigned int *out)
+{
+	switch (rec->op) {
+	case TIO_IOC_INFO:
+		return tio_record_hot(tf, rec, call, out, TIO_IOC_INFO,
+				      tio_cmd_info);
+	case TIO_IOC_BUF_ALLOC:
+		return tio_record_hot(tf, rec, call, out, TIO_IOC_BUF_ALLOC,
+				      tio_cmd_buf_alloc);
+	case TIO_IOC_BUF_FREE:
+		return tio_record_hot(tf, rec, call, out, TIO_IOC_BUF_FREE,
+				      tio_cmd_buf_free);
+	case TIO_IOC_FENCE_EMIT:
+		return tio_record_hot(tf, rec, call, out, TIO_IOC_FENCE_EMIT,
+				      tio_cmd_fence_emit);
+	case TIO_IOC_FENCE_SIGNAL:
+		return tio_record_hot(tf, rec, call, out, TIO_IOC_FENCE_SIGNAL,
+				      tio_cmd_fence_signal);
+	default:
+		return tio_record_run_copy(tf, rec, call, out);
+	}
+}
+
+#endif /* _TIO_DISPATCH_H */
