@@ -9,6 +9,25 @@
  * unsignalled point with -ECANCELED, so no waiter or sync_file holder
  * ever hangs. Also the fence wait helper shared by the wait commands.
  * Locking: see tio_timeline.h.
+ *
+ * Fences on demand: emitting a point only advances @emitted, and
+ * signalling points nobody holds a fence of only advances @completed,
+ * @signalled and the seqno word. A point gets a struct tio_fence when it
+ * is imported (it waits for a dependency) or when a fence of it is asked
+ * for (wait, export, dma_resv) before it signalled; from then on that
+ * fence is the point's, so every holder sees the same one. What a point
+ * without a fence needs is derived: it has completed when its seqno is
+ * at most @completed, and its error is that of the span that covers it
+ * (none: it completed cleanly). A fence asked for after its point
+ * signalled is a new, already signalled fence with the point's seqno and
+ * error, as it always was for points that retired cleanly.
+ *
+ * Fences are not recycled: a dma_fence is freed by dma_fence_free() after
+ * an RCU grace period and may be read under RCU (dma_resv, sync_file)
+ * until then, so reuse would need SLAB_TYPESAFE_BY_RCU and revalidation
+ * by every reader, as i915 does for its requests. With fences made only
+ * on demand, the points that need one are the ones that meet another
+ * party, where the allocation is the smaller cost.
  */
 #include <linux/dma-fence.h>
 #include <linux/err.h>
@@ -67,9 +86,71 @@ static const char *tio_fence_timeline_name(struct dma_fence *fence)
 	return container_of(fence, struct tio_fence, base)->tl->name;
 }
 
+/**
+ * struct tio_span - a run of points that completed with one error
+ * @link: in tio_timeline.spans, in seqno order
+ * @first: the first point
+ * @last: the last point
+ * @error: the negative errno they signal with
+ *
+ * Imported points inside a span keep their own status: their fences stay
+ * in tio_timeline.errored once signalled (tio_timeline_advance()).
+ */
+struct tio_span {
+	struct list_head link;
+	u64 first;
+	u64 last;
+	int error;
+};
+
+/* The error a point without a fence completed with (0: none). Under lock. */
+static int tio_span_error(struct tio_timeline *tl, u64 seqno)
+{
+	struct tio_span *sp;
+
+	lockdep_assert_held(&tl->lock);
+	list_for_each_entry_reverse(sp, &tl->spans, link) {
+		if (seqno > sp->last)
+			break;
+		if (seqno >= sp->first)
+			return sp->error;
+	}
+	return 0;
+}
+
+/*
+ * Record that the points @first..@last completed with @error, using @sp
+ * unless the last span can grow instead. Spans are added in seqno order:
+ * @first is always the point after @tl->completed. Return: true when @sp
+ * was used. Under lock.
+ */
+static bool tio_span_add(struct tio_timeline *tl, struct tio_span *sp,
+			 u64 first, u64 last, int error)
+{
+	struct tio_span *tail;
+
+	lockdep_assert_held(&tl->lock);
+	if (!list_empty(&tl->spans)) {
+		tail = list_last_entry(&tl->spans, struct tio_span, link);
+		if (tail->error == error && tail->last + 1 == first) {
+			tail->last = last;
+			return false;
+		}
+	}
+	sp->first = first;
+	sp->last = last;
+	sp->error = error;
+	list_add_tail(&sp->link, &tl->spans);
+	return true;
+}
+
 static void tio_timeline_free(struct kref *ref)
 {
 	struct tio_timeline *tl = container_of(ref, struct tio_timeline, ref);
+	struct tio_span *sp, *tmp;
+
+	list_for_each_entry_safe(sp, tmp, &tl->spans, link)
+		kfree(sp);
 
 	/* Userspace mappings hold their own page references. */
 	put_page(tl->page);
@@ -155,27 +236,38 @@ static void tio_fence_free_unused(struct tio_fence *f)
 }
 
 /*
- * Signal the run of ready points at the head of @tl->pending. The seqno
- * word is published (release order) before any of them signals, so a
- * woken waiter, or anyone who sees the fence signalled, reads a word at
- * least as new. Retired points that carry no error move to @retired for
- * the caller to put outside the lock. Called with @tl->lock held.
+ * Signal every point that can: the points up to @tl->completed that wait
+ * for nothing and the imported points that completed, up to the first
+ * point that has not completed. The seqno word is published (release
+ * order) before any fence signals, so a woken waiter, or anyone who sees
+ * the fence signalled, reads a word at least as new. Signalled fences
+ * that carry no error move to @retired for the caller to put outside the
+ * lock. Called with @tl->lock held.
  */
 static void tio_timeline_advance(struct tio_timeline *tl,
 				 struct list_head *retired)
 {
 	struct tio_fence *f, *tmp;
-	u64 last = tl->signalled;
+	u64 last = tl->completed;
 
 	lockdep_assert_held(&tl->lock);
 	list_for_each_entry(f, &tl->pending, link) {
-		if (!f->ready)
+		if (f->base.seqno <= last) {
+			if (!f->ready) {	/* an import holds the rest back */
+				last = f->base.seqno - 1;
+				break;
+			}
+		} else if (f->base.seqno == last + 1 && f->ready) {
+			last++;	/* an import that completed on its own */
+		} else {
 			break;
-		last = f->base.seqno;
+		}
 	}
-	if (last == tl->signalled)
+	if (last <= tl->signalled)
 		return;
 	tl->signalled = last;
+	if (tl->completed < last)
+		tl->completed = last;
 	smp_wmb();	/* the caller's writes before the seqno word */
 	WRITE_ONCE(*tl->word, last);
 	list_for_each_entry_safe(f, tmp, &tl->pending, link) {
@@ -184,7 +276,12 @@ static void tio_timeline_advance(struct tio_timeline *tl,
 		if (f->status)
 			dma_fence_set_error(&f->base, f->status);
 		dma_fence_signal_locked(&f->base);
-		list_move_tail(&f->link, f->status ? &tl->errored : retired);
+		/* An import's clean status is not in the spans: keep it. */
+		if (f->status || (f->imported && !list_empty(&tl->spans) &&
+				  tio_span_error(tl, f->base.seqno)))
+			list_move_tail(&f->link, &tl->errored);
+		else
+			list_move_tail(&f->link, retired);
 	}
 }
 
@@ -238,17 +335,42 @@ static void tio_fence_dep_cb(struct dma_fence *dep, struct dma_fence_cb *cb)
  * Publish @f as the next point of @tl. Return: 0, or -EOVERFLOW when the
  * seqno space is spent (the caller frees @f).
  */
+/*
+ * Hand out the next seqno: lock-free, so that emitting a point takes no
+ * lock at all. A caller holds the stream, so the timeline is not being
+ * cancelled. Return: 0, or -EOVERFLOW once U64_MAX was handed out.
+ */
+static int tio_timeline_next(struct tio_timeline *tl, u64 *seqno)
+{
+	s64 old = atomic64_read(&tl->emitted);
+
+	do {
+		if (unlikely((u64)old == U64_MAX))
+			return -EOVERFLOW;
+	} while (!atomic64_try_cmpxchg(&tl->emitted, &old, old + 1));
+	*seqno = (u64)old + 1;
+	return 0;
+}
+
+/* The last seqno handed out. */
+static u64 tio_timeline_emitted(struct tio_timeline *tl)
+{
+	return (u64)atomic64_read(&tl->emitted);
+}
+
 static int tio_timeline_add(struct tio_timeline *tl, struct tio_fence *f,
 			    u64 *seqno)
 {
 	unsigned long flags;
-	int ret = 0;
+	int ret;
 
 	spin_lock_irqsave(&tl->lock, flags);
-	if (tl->emitted == U64_MAX) {
-		ret = -EOVERFLOW;
-	} else {
-		*seqno = ++tl->emitted;
+	/*
+	 * Under the lock, so that @f joins the pending list at its tail: a
+	 * point gets a fence under the lock only once it has been emitted.
+	 */
+	ret = tio_timeline_next(tl, seqno);
+	if (!ret) {
 		tio_fence_init(f, *seqno);
 		/* The initial reference is the pending list's. */
 		list_add_tail(&f->link, &tl->pending);
@@ -262,20 +384,13 @@ static int tio_timeline_add(struct tio_timeline *tl, struct tio_fence *f,
  * @tl: the timeline
  * @seqno: out, the new point's seqno
  *
- * Return: 0, -ENOMEM or -EOVERFLOW.
+ * The point has no fence until one is asked for (tio_timeline_fence()).
+ *
+ * Return: 0 or -EOVERFLOW.
  */
 int tio_timeline_emit(struct tio_timeline *tl, u64 *seqno)
 {
-	struct tio_fence *f;
-	int ret;
-
-	f = tio_fence_alloc(tl);
-	if (!f)
-		return -ENOMEM;
-	ret = tio_timeline_add(tl, f, seqno);
-	if (ret)
-		tio_fence_free_unused(f);
-	return ret;
+	return tio_timeline_next(tl, seqno);
 }
 
 /**
@@ -293,13 +408,20 @@ int tio_timeline_emit(struct tio_timeline *tl, u64 *seqno)
  */
 int tio_timeline_signal(struct tio_timeline *tl, u64 seqno, int error)
 {
+	struct tio_span *sp = NULL;
 	struct tio_fence *f;
 	unsigned long flags;
 	LIST_HEAD(retired);
 	int ret = 0;
 
+	/* Points completing with an error need a span, maybe. */
+	if (unlikely(error)) {
+		sp = kmalloc(sizeof(*sp), GFP_KERNEL_ACCOUNT);
+		if (!sp)
+			return -ENOMEM;
+	}
 	spin_lock_irqsave(&tl->lock, flags);
-	if (seqno > tl->emitted) {
+	if (seqno > tio_timeline_emitted(tl)) {
 		ret = -EINVAL;
 		goto unlock;
 	}
@@ -308,6 +430,23 @@ int tio_timeline_signal(struct tio_timeline *tl, u64 seqno, int error)
 		ret = -ETIMEDOUT;
 		goto unlock;
 	}
+	if (seqno <= tl->completed && !error)
+		goto unlock;	/* nothing to complete */
+	if (seqno > tl->completed) {
+		if (sp && tio_span_add(tl, sp, tl->completed + 1, seqno, error))
+			sp = NULL;
+		tl->completed = seqno;
+	}
+	if (likely(list_empty(&tl->pending))) {
+		/* No point has a fence: every completed point signals. */
+		if (tl->completed > tl->signalled) {
+			tl->signalled = tl->completed;
+			smp_wmb();	/* as in tio_timeline_advance() */
+			WRITE_ONCE(*tl->word, tl->completed);
+		}
+		goto unlock;
+	}
+	/* Only points with a fence are visited: imports, and those asked for. */
 	list_for_each_entry(f, &tl->pending, link) {
 		if (f->base.seqno > seqno)
 			break;
@@ -319,7 +458,10 @@ int tio_timeline_signal(struct tio_timeline *tl, u64 seqno, int error)
 	tio_timeline_advance(tl, &retired);
 unlock:
 	spin_unlock_irqrestore(&tl->lock, flags);
-	tio_fence_put_list(&retired);
+	if (unlikely(sp))
+		kfree(sp);
+	if (!list_empty(&retired))
+		tio_fence_put_list(&retired);
 	return ret;
 }
 
@@ -345,6 +487,42 @@ static void tio_fence_expose_locked(struct tio_timeline *tl, struct tio_fence *f
 	queue_delayed_work(system_wq, &tl->expire, delay);
 }
 
+/*
+ * The fence of a pending point, made from @nf if it has none yet: it
+ * joins @tl->pending in seqno order, completed already when a signal
+ * reached it. Return: the fence (not referenced), or NULL when it has
+ * none and @nf is NULL. Called with @tl->lock held.
+ */
+static struct tio_fence *tio_timeline_pending(struct tio_timeline *tl,
+					      u64 seqno, struct tio_fence **nf)
+{
+	struct list_head *pos = &tl->pending;
+	struct tio_fence *f;
+
+	lockdep_assert_held(&tl->lock);
+	/* Waits mostly ask for recent points: search from the newest. */
+	list_for_each_entry_reverse(f, &tl->pending, link) {
+		if (f->base.seqno == seqno)
+			return f;
+		if (f->base.seqno < seqno) {
+			pos = &f->link;
+			break;
+		}
+	}
+	f = *nf;
+	if (!f)
+		return NULL;
+	*nf = NULL;
+	tio_fence_init(f, seqno);
+	if (seqno <= tl->completed) {
+		f->ready = true;
+		f->status = tio_span_error(tl, seqno);
+	}
+	/* The initial reference is the pending list's. */
+	list_add(&f->link, pos);
+	return f;
+}
+
 /**
  * tio_timeline_fence() - the fence of an emitted point
  * @tl: the timeline
@@ -352,8 +530,9 @@ static void tio_fence_expose_locked(struct tio_timeline *tl, struct tio_fence *f
  * @expose: the fence is about to be seen outside the file: a pending
  *	    point gets its deadline (tio_fence_expose_locked())
  *
- * A point that signalled cleanly long ago is represented by a new,
- * already signalled fence of the same context and seqno. May sleep.
+ * A pending point gets its fence on the first request. A point that
+ * signalled without keeping a fence is represented by a new, already
+ * signalled fence of the same context, seqno and error. May sleep.
  *
  * Return: a referenced fence, ERR_PTR(-EINVAL) for a seqno never emitted,
  * or ERR_PTR(-ENOMEM).
@@ -362,22 +541,27 @@ struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno,
 				     bool expose)
 {
 	struct dma_fence *fence = NULL;
-	struct tio_fence *f;
+	struct tio_fence *f, *nf = NULL;
 	unsigned long flags;
+	int error = 0;
 
+again:
 	spin_lock_irqsave(&tl->lock, flags);
-	if (!seqno || seqno > tl->emitted) {
+	if (!seqno || seqno > tio_timeline_emitted(tl)) {
 		fence = ERR_PTR(-EINVAL);
 	} else if (seqno > tl->signalled) {
-		/* Pending seqnos are contiguous; waits mostly ask for recent ones. */
-		list_for_each_entry_reverse(f, &tl->pending, link) {
-			if (f->base.seqno == seqno) {
-				fence = dma_fence_get(&f->base);
-				if (expose)
-					tio_fence_expose_locked(tl, f);
-				break;
-			}
+		f = tio_timeline_pending(tl, seqno, &nf);
+		if (!f) {
+			/* Allocate outside the lock, then look again. */
+			spin_unlock_irqrestore(&tl->lock, flags);
+			nf = tio_fence_alloc(tl);
+			if (!nf)
+				return ERR_PTR(-ENOMEM);
+			goto again;
 		}
+		fence = dma_fence_get(&f->base);
+		if (expose)
+			tio_fence_expose_locked(tl, f);
 	} else {
 		list_for_each_entry_reverse(f, &tl->errored, link) {
 			if (f->base.seqno == seqno) {
@@ -385,16 +569,23 @@ struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno,
 				break;
 			}
 		}
+		if (!fence)
+			error = tio_span_error(tl, seqno);
 	}
 	spin_unlock_irqrestore(&tl->lock, flags);
-	if (fence)
+	if (fence) {
+		if (nf)
+			tio_fence_free_unused(nf);
 		return fence;
+	}
 
-	/* Retired cleanly: a fresh, signalled fence stands for the point. */
-	f = tio_fence_alloc(tl);
+	/* Signalled without a fence: a fresh, signalled one stands for it. */
+	f = nf ?: tio_fence_alloc(tl);
 	if (!f)
 		return ERR_PTR(-ENOMEM);
 	tio_fence_init(f, seqno);
+	if (error)
+		dma_fence_set_error(&f->base, error);
 	dma_fence_signal(&f->base);
 	return &f->base;
 }
@@ -402,15 +593,18 @@ struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno,
 /*
  * Expire every point up to the last visible one whose deadline passed:
  * each signals with -ETIMEDOUT (in order, so earlier points go too).
+ * Points without a fence get their error from a span: @sp, set to NULL
+ * once used (else the caller frees it).
  * Return: the points expired. Called with @tl->lock held.
  */
 static u64 tio_timeline_expire_locked(struct tio_timeline *tl,
 				      struct list_head *retired, u64 *upto,
-				      unsigned long *next)
+				      unsigned long *next,
+				      struct tio_span **sp)
 {
 	unsigned long now = jiffies;
+	u64 n = 0, with_fence = 0;
 	struct tio_fence *f;
-	u64 n = 0;
 
 	*upto = 0;
 	*next = 0;
@@ -427,11 +621,20 @@ static u64 tio_timeline_expire_locked(struct tio_timeline *tl,
 	list_for_each_entry(f, &tl->pending, link) {
 		if (f->base.seqno > *upto)
 			break;
+		if (f->base.seqno > tl->completed)
+			with_fence++;
 		if (f->ready)
 			continue;
 		f->ready = true;
 		f->status = -ETIMEDOUT;
 		n++;
+	}
+	if (*upto > tl->completed) {
+		/* Points without a fence that had not completed expire too. */
+		n += *upto - tl->completed - with_fence;
+		if (tio_span_add(tl, *sp, tl->completed + 1, *upto, -ETIMEDOUT))
+			*sp = NULL;
+		tl->completed = *upto;
 	}
 	tl->expired_upto = *upto;
 	tl->nr_expired += n;
@@ -445,14 +648,21 @@ static void tio_timeline_expire(struct work_struct *work)
 	struct tio_timeline *tl = container_of(to_delayed_work(work),
 					       struct tio_timeline, expire);
 	unsigned long flags, next = 0;
+	struct tio_span *sp;
 	bool again = false;
 	LIST_HEAD(retired);
 	u64 n = 0, upto = 0;
 
+	/*
+	 * Expiry must not fail (no fence may stay pending past its bound):
+	 * the span for points without a fence is a small allocation made
+	 * once per expiry run, in process context.
+	 */
+	sp = kmalloc(sizeof(*sp), GFP_KERNEL | __GFP_NOFAIL);
 	spin_lock_irqsave(&tl->lock, flags);
 	tl->expire_armed = false;
 	if (!tl->dead) {
-		n = tio_timeline_expire_locked(tl, &retired, &upto, &next);
+		n = tio_timeline_expire_locked(tl, &retired, &upto, &next, &sp);
 		if (next) {
 			/* Keeps the reference this run had. */
 			tl->expire_armed = true;
@@ -462,6 +672,7 @@ static void tio_timeline_expire(struct work_struct *work)
 		}
 	}
 	spin_unlock_irqrestore(&tl->lock, flags);
+	kfree(sp);
 	tio_fence_put_list(&retired);
 	if (n) {
 		atomic64_add(n, &tio_fences_expired);
@@ -484,6 +695,7 @@ void tio_timeline_cancel(struct tio_timeline *tl)
 {
 	struct tio_fence *f;
 	unsigned long flags;
+	u64 emitted;
 	LIST_HEAD(pending);
 	LIST_HEAD(errored);
 
@@ -511,10 +723,12 @@ void tio_timeline_cancel(struct tio_timeline *tl)
 	}
 
 	spin_lock_irqsave(&tl->lock, flags);
-	if (!list_empty(&pending)) {
-		tl->signalled = tl->emitted;
+	emitted = tio_timeline_emitted(tl);
+	if (tl->signalled < emitted) {
+		tl->signalled = emitted;
+		tl->completed = emitted;
 		smp_wmb();	/* as in tio_timeline_advance() */
-		WRITE_ONCE(*tl->word, tl->emitted);
+		WRITE_ONCE(*tl->word, emitted);
 	}
 	list_for_each_entry(f, &pending, link) {
 		dma_fence_set_error(&f->base, f->status ?: -ECANCELED);
@@ -553,6 +767,7 @@ struct tio_timeline *tio_timeline_create(u32 timeout_ms)
 	INIT_DELAYED_WORK(&tl->expire, tio_timeline_expire);
 	INIT_LIST_HEAD(&tl->pending);
 	INIT_LIST_HEAD(&tl->errored);
+	INIT_LIST_HEAD(&tl->spans);
 	snprintf(tl->name, sizeof(tl->name), "stream-%d", task_tgid_nr(current));
 	return tl;
 }
@@ -607,7 +822,7 @@ void tio_timeline_show(struct tio_timeline *tl, struct seq_file *m)
 
 	spin_lock_irqsave(&tl->lock, flags);
 	context = tl->context;
-	emitted = tl->emitted;
+	emitted = tio_timeline_emitted(tl);
 	signalled = tl->signalled;
 	expired = tl->nr_expired;
 	spin_unlock_irqrestore(&tl->lock, flags);

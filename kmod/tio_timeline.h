@@ -41,12 +41,20 @@ struct seq_file;
  * @ref: one for the stream object, one per fence
  * @lock: the lock of the timeline and of all its fences
  * @context: dma_fence context of every point
- * @emitted: last seqno handed out (under lock)
+ * @emitted: last seqno handed out; FENCE_EMIT takes the next one without
+ *	     the lock (tio_timeline_emit()), readers under the lock see a
+ *	     value at least as new as any seqno returned before they locked
  * @signalled: last seqno signalled; every point up to it is (under lock)
- * @pending: unsignalled points in seqno order, each holding its list
- *	     reference (under lock)
- * @errored: signalled points that carry an error, kept so that later
- *	     waits on them report it (under lock)
+ * @completed: every point up to it that waits for no dependency has
+ *	       completed (FENCE_SIGNAL or expiry reached it); never below
+ *	       @signalled (under lock)
+ * @pending: the unsignalled points that have a fence (someone asked for
+ *	     one, or an imported point), in seqno order, each holding its
+ *	     list reference (under lock)
+ * @errored: signalled points with a fence that keep it, so that later
+ *	     requests get the same fence and its error (under lock)
+ * @spans: struct tio_span, in seqno order: the errors of points that
+ *	   completed with one, fence or not (under lock)
  * @dead: the stream is gone; every point has been cancelled (under lock)
  * @timeout_ms: the bound on points seen outside the file (STREAM_CREATE)
  * @expire: signals points whose deadline passed with -ETIMEDOUT; holds a
@@ -63,10 +71,12 @@ struct tio_timeline {
 	struct kref ref;
 	spinlock_t lock;	/* see the locking rules above */
 	u64 context;
-	u64 emitted;
+	atomic64_t emitted;
 	u64 signalled;
+	u64 completed;
 	struct list_head pending;
 	struct list_head errored;
+	struct list_head spans;
 	bool dead;
 	u32 timeout_ms;
 	struct delayed_work expire;

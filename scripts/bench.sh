@@ -24,7 +24,7 @@ mkdir -p "$out"
 rc=0
 
 echo "# make bench: host suites (ns/op) -> $out"
-TIO_COMMIT=$commit "$bin" --suite host,ffi,memory,io,overhead,gpu,sync,python --json "$out/host.json" \
+TIO_COMMIT=$commit "$bin" --suite host,ffi,memory,io,overhead,gpu,sync,python,net --json "$out/host.json" \
 	--md "$out/host.md" --plot "$out/plots-host" $args || rc=1
 
 for kver in ${KVER:-$(scripts/kernels.sh)}; do

@@ -72,7 +72,7 @@ step bench-unit scripts/run-dir.sh build/tests/bench
 step bench-cli tests/bench/test-tio-bench.sh
 # Every host suite once, briefly; the driver suite runs in the VM step
 # (build/kselftest/tio_bench_test).
-step bench-fast build/bench/tio-bench --fast --tap --suite host,ffi,memory,io,gpu,sync
+step bench-fast build/bench/tio-bench --fast --tap --suite host,ffi,memory,io,gpu,sync,net
 # The Python package: pytest on this machine's backend, and an offline pip
 # install into a scratch directory (tests/install/test-python.sh).
 step python bash -c "make -s python && TIO_TAP=1 PYTHONPATH=python \

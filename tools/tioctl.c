@@ -40,7 +40,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tioctl [--json] [--watch N [--count M]] COMMAND [ARGS] [--json]\n"
 		   "       tioctl --version | --help\n\ncommands:\n");
 	for (i = 0; i < NCMDS; i++)
-		fprintf(f, "  %s %s\n      %s\n", cmds[i].name, cmds[i].args, cmds[i].help);
+		fprintf(f, "  %s%s%s\n      %s\n", cmds[i].name, *cmds[i].args ? " " : "",
+			cmds[i].args, cmds[i].help);
 	fprintf(f, "\nexit status: 0 ok, 1 the command failed, "
 		   "2 no usable device or backend for it, or bad usage\n");
 }
@@ -66,7 +67,8 @@ int tioctl_bad_usage(const char *cmd, const char *fmt, ...)
 	fputc('\n', stderr);
 	for (i = 0; cmd && i < NCMDS; i++)
 		if (!strcmp(cmds[i].name, cmd))
-			fprintf(stderr, "usage: tioctl %s %s\n", cmd, cmds[i].args);
+			fprintf(stderr, "usage: tioctl %s%s%s\n", cmd,
+				*cmds[i].args ? " " : "", cmds[i].args);
 	return EXIT_UNUSABLE;
 }
 

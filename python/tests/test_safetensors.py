@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """safetensors load and save, against numpy's view of the same bytes."""
 
+import errno
 import json
 import struct
 
@@ -82,8 +83,10 @@ def test_malformed(tmp_path, content):
 
 
 def test_bad_input(tmp_path):
-    with pytest.raises(OSError):
+    # A missing file is FileNotFoundError (OSError, ENOENT) naming the path.
+    with pytest.raises(FileNotFoundError) as e:
         tensorio.load_safetensors(tmp_path / "missing")
+    assert e.value.errno == errno.ENOENT and str(tmp_path / "missing") in str(e.value)
     with pytest.raises(ValueError):
         tensorio.load_safetensors(tmp_path / "x", device="vulkan")
     with pytest.raises(TypeError):

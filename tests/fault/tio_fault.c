@@ -287,6 +287,15 @@ static int c_emit(struct ctx *c)
 	return xioctl(c->dev, TIO_IOC_FENCE_EMIT, &c->a.emit);
 }
 
+/* With an error: the run of points needs a span (tio_timeline.c). */
+static int c_fsignal_err(struct ctx *c)
+{
+	struct tio_fence_signal s = { .stream = c->stream, .seqno = c->seqno,
+				      .error = -EIO };
+
+	return xioctl(c->dev, TIO_IOC_FENCE_SIGNAL, &s);
+}
+
 static int c_fexport(struct ctx *c)
 {
 	c->a.fexp = (struct tio_fence_export){ .stream = c->stream, .seqno = c->seqno,
@@ -467,6 +476,7 @@ static const struct path paths[] = {
 	{ "mmap buffer", s_buf, c_mmap },
 	{ "STREAM_CREATE", s_none, c_stream },
 	{ "FENCE_EMIT", s_stream, c_emit },
+	{ "FENCE_SIGNAL with error", s_stream, c_fsignal_err },
 	{ "FENCE_EXPORT", s_stream, c_fexport },
 	{ "FENCE_IMPORT sw_sync", s_swsync, c_fimport },
 	{ "BUF_ATTACH_FENCE", s_buf_stream, c_attach },

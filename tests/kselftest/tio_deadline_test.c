@@ -120,6 +120,45 @@ TEST_F(deadline, exported_point_expires)
 	close(p.fd);
 }
 
+/*
+ * Points without a fence of their own expire with the exported one after
+ * them; those that had completed keep their outcome, later ones are not
+ * touched, and the count covers exactly the points that expired.
+ */
+TEST_F(deadline, points_without_fences_expire)
+{
+	long long before = tio_dbg_stat("fences_expired");
+	struct tio_fence_signal sg = { .stream = self->stream, .seqno = 1,
+				       .error = -EIO };
+	int i, sfd, status;
+
+	for (i = 1; i <= 6; i++)
+		ASSERT_EQ(i, emit(self->fd, self->stream));
+	ASSERT_EQ(0, tio_ioc(self->fd, TIO_IOC_FENCE_SIGNAL, &sg));
+	sfd = export_point(self->fd, self->stream, 4);
+	ASSERT_LE(0, sfd);
+	EXPECT_EQ(0, fence_wait(self->fd, self->stream, 4, WAIT_MS * 1000000LL,
+				&status));
+	EXPECT_EQ(-ETIMEDOUT, status);
+	EXPECT_EQ(-ETIMEDOUT, sync_status(sfd));
+	EXPECT_EQ(0, fence_wait(self->fd, self->stream, 1, 0, &status));
+	EXPECT_EQ(-EIO, status);
+	for (i = 2; i <= 3; i++) {
+		EXPECT_EQ(0, fence_wait(self->fd, self->stream, i, 0, &status));
+		EXPECT_EQ(-ETIMEDOUT, status);
+	}
+	EXPECT_EQ(-ETIME, fence_wait(self->fd, self->stream, 5, 0, &status));
+	EXPECT_EQ(before + 3, tio_dbg_stat("fences_expired"));
+	sg.seqno = 6;
+	sg.error = 0;
+	EXPECT_EQ(0, tio_ioc(self->fd, TIO_IOC_FENCE_SIGNAL, &sg));
+	for (i = 5; i <= 6; i++) {
+		EXPECT_EQ(0, fence_wait(self->fd, self->stream, i, 0, &status));
+		EXPECT_EQ(0, status);
+	}
+	close(sfd);
+}
+
 /* Signalled in time: no error, nothing expires later. */
 TEST_F(deadline, signalled_in_time_stays_clean)
 {

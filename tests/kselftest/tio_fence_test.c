@@ -706,4 +706,71 @@ TEST_F(fence, vgem_sees_our_fence)
 	close(vfd);
 }
 
+/*
+ * An imported point inside a run of points that completed with an error
+ * keeps its own clean outcome; the points around it, which have no fence
+ * of their own, report the run's error, also through a sync_file made
+ * after they signalled.
+ */
+TEST_F(fence, import_inside_error_run)
+{
+	__u32 dep = stream_new(self->fd);
+	int sfd, sfd1, sfd3, st = 1;
+
+	ASSERT_NE(0, dep);
+	ASSERT_EQ(1, emit(self->fd, dep));
+	ASSERT_EQ(0, fsignal(self->fd, dep, 1, 0));
+	sfd = fexport(self->fd, dep, 1, 0);
+	ASSERT_LE(0, sfd);
+
+	ASSERT_EQ(1, emit(self->fd, self->s));
+	ASSERT_EQ(2, fimport(self->fd, self->s, sfd));	/* ready at once */
+	ASSERT_EQ(3, emit(self->fd, self->s));
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 3, -EIO));
+	EXPECT_EQ(0, fwait(self->fd, self->s, 1, 0, &st));
+	EXPECT_EQ(-EIO, st);
+	EXPECT_EQ(0, fwait(self->fd, self->s, 2, 0, &st));
+	EXPECT_EQ(0, st);
+	EXPECT_EQ(0, fwait(self->fd, self->s, 3, 0, &st));
+	EXPECT_EQ(-EIO, st);
+	sfd1 = fexport(self->fd, self->s, 1, 0);
+	sfd3 = fexport(self->fd, self->s, 3, 0);
+	ASSERT_LE(0, sfd1);
+	ASSERT_LE(0, sfd3);
+	EXPECT_EQ(-EIO, sync_status(sfd1, NULL, NULL));
+	EXPECT_EQ(-EIO, sync_status(sfd3, NULL, NULL));
+	close(sfd1);
+	close(sfd3);
+	close(sfd);
+}
+
+/*
+ * A sync_file of a point taken between points that never get a fence:
+ * it signals when its own point does, not before, and outlives its file.
+ */
+TEST_F(fence, sync_file_among_points_without_fences)
+{
+	int fd2 = open(TIO_DEV, O_RDWR | O_CLOEXEC);
+	__u32 s2;
+	int i, sfd;
+
+	ASSERT_LE(0, fd2);
+	s2 = stream_new(fd2);
+	ASSERT_NE(0, s2);
+	for (i = 1; i <= 100; i++)
+		ASSERT_EQ(i, emit(fd2, s2));
+	sfd = fexport(fd2, s2, 50, 0);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(0, fsignal(fd2, s2, 49, 0));
+	EXPECT_EQ(0, poll_in(sfd, 0));
+	EXPECT_EQ(0, sync_status(sfd, NULL, NULL));
+	ASSERT_EQ(0, fsignal(fd2, s2, 60, 0));
+	EXPECT_EQ(POLLIN, poll_in(sfd, 0));
+	EXPECT_EQ(1, sync_status(sfd, NULL, NULL));
+	/* Points 61..100 are cancelled with the file; the sync_file stays. */
+	close(fd2);
+	EXPECT_EQ(1, sync_status(sfd, NULL, NULL));
+	close(sfd);
+}
+
 TEST_HARNESS_MAIN

@@ -548,4 +548,70 @@ TEST_F(stream, close_with_pending_points)
 	EXPECT_EQ(0, close(fd2));
 }
 
+/*
+ * Points get a fence only when one is asked for: many points without one
+ * signal at once, the seqno word stays exact, and a fence asked for
+ * before or after its point signalled reports the point's own outcome.
+ */
+TEST_F(stream, many_points_signalled_at_once)
+{
+	volatile __u64 *word;
+	int i, st = 1;
+
+	word = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, self->off);
+	ASSERT_NE(MAP_FAILED, word);
+	for (i = 1; i <= 10000; i++)
+		ASSERT_EQ(i, emit(self->fd, self->s));
+	EXPECT_EQ(0, *word);
+	/* A fence for a point in the middle, before anything signalled. */
+	EXPECT_EQ(-ETIME, fwait(self->fd, self->s, 5000, 0, 0, &st));
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 4999, 0));
+	EXPECT_EQ(4999, *word);
+	EXPECT_EQ(-ETIME, fwait(self->fd, self->s, 5000, 0, 0, &st));
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 10000, 0));
+	EXPECT_EQ(10000, *word);
+	for (i = 1; i <= 10000; i += 1111) {
+		st = 1;
+		EXPECT_EQ(0, fwait(self->fd, self->s, i, 0, 0, &st));
+		EXPECT_EQ(0, st);
+	}
+	EXPECT_EQ(0, fwait(self->fd, self->s, 5000, 0, 0, &st));
+	EXPECT_EQ(0, st);
+	/* Nothing past the last point. */
+	EXPECT_EQ(-EINVAL, fwait(self->fd, self->s, 10001, 0, 0, &st));
+	EXPECT_EQ(-EINVAL, fsignal(self->fd, self->s, 10001, 0));
+	munmap((void *)word, 4096);
+}
+
+/* Each point keeps the outcome of the first signal that reached it. */
+TEST_F(stream, runs_of_errors)
+{
+	static const int want[] = { -EIO, -EIO, 0, 0, -EIO, -EINTR, -EINTR, 0 };
+	volatile __u64 *word;
+	int i, st;
+
+	word = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, self->off);
+	ASSERT_NE(MAP_FAILED, word);
+	for (i = 1; i <= 8; i++)
+		ASSERT_EQ(i, emit(self->fd, self->s));
+	/* Point 7 has a fence before it signals; the others do not. */
+	EXPECT_EQ(-ETIME, fwait(self->fd, self->s, 7, 0, 0, &st));
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 2, -EIO));
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 4, 0));
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 5, -EIO));
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 7, -EINTR));
+	/* Signalling again changes nothing. */
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 7, -EPERM));
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 3, -EPERM));
+	EXPECT_EQ(7, *word);
+	ASSERT_EQ(0, fsignal(self->fd, self->s, 8, 0));
+	EXPECT_EQ(8, *word);
+	for (i = 1; i <= 8; i++) {
+		st = 1;
+		EXPECT_EQ(0, fwait(self->fd, self->s, i, 0, 0, &st));
+		EXPECT_EQ(want[i - 1], st) TH_LOG("point %d", i);
+	}
+	munmap((void *)word, 4096);
+}
+
 TEST_HARNESS_MAIN

@@ -53,6 +53,8 @@ fi
 
 # Exit 0 and 2 for the command line itself.
 t "--help exits 0" 0 "usage: tioctl" "$tioctl" --help
+t "--help and usage lines end without a trailing blank" 0 "^0$" sh -c \
+	"{ '$tioctl' --help; '$tioctl' info extra; } 2>&1 | grep -c ' \$'; true"
 t "--version exits 0 and names the versions" 0 "^tioctl [0-9.]* (libtensorio [0-9.]*, uapi [0-9.]*)" "$tioctl" --version
 t "no command exits 2" 2 "usage: tioctl" "$tioctl"
 t "unknown command exits 2" 2 "unknown command 'bogus'" "$tioctl" bogus

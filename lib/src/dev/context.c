@@ -48,7 +48,8 @@ static int tio_ctx_create(struct tio_ctx **out)
 		}
 		if (want && *want) {
 			free(ctx);
-			return tio_raise_errno(ret,
+			/* The device file: OSError (ENOENT when it is missing). */
+			return tio_raise_file_errno(ret,
 				"TIO_BACKEND=kernel forced, but the kernel backend is unusable: %s",
 				why);
 		}

@@ -32,16 +32,15 @@ int tio_backend_kernel_open(struct tio_ctx *ctx, char *why, size_t len)
 	fd = open(TIO_DEV_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		err = errno;
-		snprintf(why, len, "cannot open %s: %s%s", TIO_DEV_PATH,
-			 strerror(err), err == ENOENT ?
-			 " (is tensorio.ko loaded?)" : "");
+		/* The caller's error appends the errno's text. */
+		snprintf(why, len, "cannot open %s%s", TIO_DEV_PATH,
+			 err == ENOENT ? " (is tensorio.ko loaded?)" : "");
 		return -err;
 	}
 	memset(&ctx->info, 0, sizeof(ctx->info));
 	if (ioctl(fd, TIO_IOC_INFO, &ctx->info) < 0) {
 		err = errno;
-		snprintf(why, len, "%s: TIO_IOC_INFO failed: %s", TIO_DEV_PATH,
-			 strerror(err));
+		snprintf(why, len, "%s: TIO_IOC_INFO failed", TIO_DEV_PATH);
 		goto err_close;
 	}
 	if ((ctx->info.version >> 16) != TIO_UAPI_VERSION_MAJOR) {
