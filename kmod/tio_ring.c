@@ -239,6 +239,48 @@ static __always_inline void tio_ring_write(struct tio_cmd *slot,
 	WRITE_ONCE(slot->result, result);
 }
 
+/*
+ * Run @n records from @head, each read once into a stack copy, its result
+ * and payload written back into its slot; @nonblock a constant, so that
+ * the blocking path's loop has no test for it. Return: records consumed
+ * (all @n, or up to the first failure without @cont); *@failed counts
+ * the failed ones.
+ */
+static __always_inline unsigned int
+tio_ring_run(struct tio_file *tf, struct tio_ring *ring, u32 head, u32 n,
+	     bool cont, struct tio_call *call, const bool nonblock,
+	     unsigned int *failed)
+{
+	struct tio_cmd *slot = &ring->cmds[head & (ring->entries - 1)];
+	struct tio_cmd *end = &ring->cmds[ring->entries];
+	unsigned int i, out;
+	struct tio_cmd rec;
+	int ret;
+
+	for (i = 0; i < n;) {
+		tio_ring_read(&rec, slot);
+		i++;
+		/* Rewritten since the scan: not run in this context. */
+		if (nonblock && unlikely(tio_record_may_block(&rec))) {
+			out = 0;
+			ret = -EAGAIN;
+		} else {
+			ret = tio_record_run_fast(tf, &rec, call, &out);
+		}
+		if (unlikely(ret < 0))
+			ret = tio_user_errno(ret);
+		tio_ring_write(slot, &rec, out, ret);
+		if (unlikely(ret < 0)) {
+			(*failed)++;
+			if (!cont)
+				break;
+		}
+		if (unlikely(++slot == end))
+			slot = ring->cmds;
+	}
+	return i;
+}
+
 /**
  * tio_cmd_ring_enter() - TIO_IOC_RING_ENTER: run the ring's new records
  * @tf: the calling file
@@ -258,7 +300,7 @@ int tio_cmd_ring_enter(struct tio_file *tf, void *data, struct tio_call *call)
 	/* Pairs with the cmpxchg_release() of setup: a whole ring. */
 	struct tio_ring *ring = smp_load_acquire(&tf->ring);
 	bool cont = e->flags & TIO_SUBMIT_F_CONTINUE;
-	unsigned int i, n, out, failed = 0;
+	unsigned int i, n, failed = 0;
 	struct tio_cmd rec;
 	u32 mask, head;
 	int ret;
@@ -292,26 +334,10 @@ int tio_cmd_ring_enter(struct tio_file *tf, void *data, struct tio_call *call)
 			}
 		}
 	}
-	for (i = 0; i < n;) {
-		struct tio_cmd *slot = &ring->cmds[(head + i++) & mask];
-
-		tio_ring_read(&rec, slot);
-		/* Rewritten since the scan: not run in this context. */
-		if (unlikely(call->nonblock && tio_record_may_block(&rec))) {
-			out = 0;
-			ret = -EAGAIN;
-		} else {
-			ret = tio_record_run_fast(tf, &rec, call, &out);
-		}
-		if (unlikely(ret < 0))
-			ret = tio_user_errno(ret);
-		tio_ring_write(slot, &rec, out, ret);
-		if (unlikely(ret < 0)) {
-			failed++;
-			if (!cont)
-				break;
-		}
-	}
+	if (call->nonblock)
+		i = tio_ring_run(tf, ring, head, n, cont, call, true, &failed);
+	else
+		i = tio_ring_run(tf, ring, head, n, cont, call, false, &failed);
 	ring->head = head + i;
 	/* Results before head are visible to whoever reads head (acquire). */
 	smp_store_release(&ring->hdr->head, ring->head);

@@ -5,7 +5,8 @@
 # macro) of the public headers, from their kernel-doc comments through the
 # kernel's own scripts/kernel-doc -man, into OUTDIR/man3. kernel-doc's
 # warnings go to stderr and fail the run, as does an exported symbol of
-# lib/libtensorio.map without a page.
+# lib/libtensorio.map without a page. A function that returns a value
+# must say what (kernel-doc -v: "Return:").
 #
 # kernel-doc: $KERNEL_DOC, else build/ksrc/scripts/kernel-doc (make deps
 # extracts it from Debian's linux-source), else taken from the
@@ -28,10 +29,14 @@ version=$(sed -n 's/^VERSION := //p' "$top/Makefile")
 date=$(git -C "$top" log -1 --format=%cd --date=format:'%Y-%m-%d' 2>/dev/null || date +%F)
 rm -rf "$out/man3" && mkdir -p "$out/man3"
 warn=$(mktemp)
-trap 'rm -f "$warn"' EXIT
+raw=$(mktemp)
+trap 'rm -f "$warn" "$raw"' EXIT
 for h in $(grep -l "^/\*\*" "$top"/lib/include/tensorio/*.h); do
 	hdr=tensorio/$(basename "$h")
-	perl "$kdoc" -man "$h" 2>>"$warn" |
+	# -v adds "no description for the return value" (a page without a
+	# RETURN section); its notes and its "contents before sections" (a
+	# paragraph in a function without parameters) are dropped.
+	perl "$kdoc" -man -v "$h" 2>"$raw" |
 	awk -v dir="$out/man3" -v hdr="$hdr" -v ver="tensorio $version" -v date="$date" '
 		# One .TH per documented item: a function or macro is named
 		# by its own identifier, a struct/enum/typedef page is dropped.
@@ -57,6 +62,8 @@ for h in $(grep -l "^/\*\*" "$top"/lib/include/tensorio/*.h); do
 		}
 		{ gsub(/"TIO_(API|INLINE) /, "\""); print > f }
 		END { if (f) close(f) }'
+	grep -v -e ': info: ' -e 'contents before sections' -e '^[0-9]* warnings\?$' \
+		"$raw" >>"$warn" || true
 done
 # An SEE ALSO pointing at the overview page, in every page.
 for p in "$out"/man3/*.3; do

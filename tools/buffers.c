@@ -3,6 +3,7 @@
  * tioctl alloc / export / import: buffers through libtensorio, on whichever
  * backend the library picked (TIO_BACKEND forces one).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +80,12 @@ static int alloc_args(struct tioctl_opts *o, int argc, char **argv,
 	unsigned long long size;
 	int c, i;
 
+	/* A negative size would reach getopt as an unknown option "-5". */
+	for (i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (argv[i][0] == '-' && isdigit((unsigned char)argv[i][1]) &&
+		    strcmp(argv[i - 1], "--dtype") && strcmp(argv[i - 1], "--shape"))
+			return tioctl_bad_usage(argv[0], "bad size '%s': a size is a "
+						"positive number of bytes", argv[i]);
 	while ((c = tioctl_getopt(o, argc, argv, alloc_opts)) != -1) {
 		if (c == 'd')
 			dtype = optarg;

@@ -15,7 +15,7 @@ libdir=$prefix/lib${multiarch:+/$multiarch}
 ran=$tmp/ldconfig-ran
 inst() { make -s -C "$top" install LDCONFIG="touch $ran" "$@"; }
 echo "TAP version 13"
-echo "1..18"
+echo "1..20"
 t "plain make installs nothing (no deps.sh, apt-get or install)" bash -c \
 	"! make -n -B -C '$top' all | grep -E 'deps\.sh|apt-get|^install '"
 t "make install into DESTDIR" inst DESTDIR="$dest" PREFIX="$prefix"
@@ -33,7 +33,8 @@ t "ldconfig after installing into the real root" bash -c \
 t "man pages installed: man8, man4, man3 overview" test -e "$dest$prefix/share/man/man8/tioctl.8" -a \
 	-e "$dest$prefix/share/man/man4/tensorio.4" -a -e "$dest$prefix/share/man/man3/libtensorio.3"
 t "a man3 page for every exported function" bash -c '
-	for s in $(sed -n "s/^[[:space:]]*\(tio_[a-z0-9_]*\);$/\1/p" "'"$top"'/lib/libtensorio.map"); do
+	for s in $(sed -n "s/^[[:space:]]*\(tio_[a-z0-9_]*\);$/\1/p" "'"$top"'/lib/libtensorio.map" \
+		   "'"$top"'/lib/net/libtensorio-net.map"); do
 		test -s "'"$dest$prefix"'/share/man/man3/$s.3" || { echo "no man3 page for $s"; exit 1; }
 	done
 	man -l "'"$dest$prefix"'/share/man/man3/tio_buffer_alloc.3" 2>&1 >/dev/null | grep . && exit 1
@@ -51,7 +52,8 @@ t "docs and licence texts installed" test -s "$dest$prefix/share/doc/tensorio/RE
 	-s "$dest$prefix/share/doc/tensorio/LICENSES/preferred/LGPL-2.1" -a \
 	-s "$dest$prefix/share/doc/tensorio/library.md"
 t "CHANGELOG.md names every symbol version node" bash -c '
-	for w in $(sed -n "s/^\(TENSORIO_[0-9.]*\) {$/\1/p" "'"$top"'/lib/libtensorio.map"); do
+	for w in $(sed -n "s/^\(TENSORIO_[A-Z0-9_.]*\) {$/\1/p" "'"$top"'/lib/libtensorio.map" \
+		   "'"$top"'/lib/net/libtensorio-net.map"); do
 		grep -qF "\`$w\`" "'"$top"'/CHANGELOG.md" || { echo "CHANGELOG.md does not mention $w"; exit 1; }
 	done'
 cat >"$tmp/prog.c" <<'PROG'

@@ -69,7 +69,8 @@ t "stat --count x exits 2" 2 "positive number" "$tioctl" stat --count x
 # The library's commands on the user backend (no driver needed).
 export TIO_BACKEND=user
 t "alloc 0 exits 2 (usage)" 2 "at least 1 byte" "$tioctl" alloc 0
-t "alloc -5 exits 2 (usage)" 2 "invalid option" "$tioctl" alloc -5
+t "alloc -5 exits 2 (usage) and says the size is bad" 2 "bad size '-5': a size is a positive number" "$tioctl" alloc -5
+t "export -1M too" 2 "bad size '-1M'" "$tioctl" export -1M
 t "alloc of a malformed size exits 2" 2 "bad size" "$tioctl" alloc 12Q
 t "alloc of a malformed dtype exits 2" 2 "not a dtype" "$tioctl" alloc 4K --dtype flaot32
 t "--shape without --dtype exits 2" 2 "needs --dtype" "$tioctl" alloc 4K --shape 2x2

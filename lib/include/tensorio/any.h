@@ -225,6 +225,8 @@ static inline tio_any_t tio_any_raw_str(const char *s)
  *
  * No reference is taken: the result is a view, or an owned Any when the
  * caller hands over a reference it owns.
+ *
+ * Return: the Any (type index None for NULL).
  */
 static inline tio_any_t tio_any_object(tio_object_t *obj)
 {
@@ -441,6 +443,8 @@ TIO_API int tio_any_equal(const tio_any_t *a, const tio_any_t *b);
 /**
  * tio_any_hash() - the hash consistent with tio_any_equal()
  * @a: the value
+ *
+ * Return: the hash; equal values (tio_any_equal()) hash equal.
  */
 TIO_API uint64_t tio_any_hash(const tio_any_t *a);
 

@@ -134,6 +134,8 @@ TIO_API int64_t tio_batch_add_record(tio_batch_t *b, unsigned int op,
  * tio_batch_fence_emit() - queue FENCE_EMIT; the slot gets the seqno
  * @b: the batch
  * @s: the stream
+ *
+ * Return: the entry's index, or -1 with an error raised.
  */
 TIO_API int64_t tio_batch_fence_emit(tio_batch_t *b, tio_stream_t *s);
 
@@ -143,6 +145,8 @@ TIO_API int64_t tio_batch_fence_emit(tio_batch_t *b, tio_stream_t *s);
  * @s: the stream
  * @seqno: signal every point up to this one
  * @error: 0, or a negative errno the points complete with
+ *
+ * Return: the entry's index, or -1 with an error raised.
  */
 TIO_API int64_t tio_batch_fence_signal(tio_batch_t *b, tio_stream_t *s,
 				       uint64_t seqno, int error);
@@ -187,12 +191,16 @@ TIO_API int64_t tio_batch_wait(tio_batch_t *b, int64_t min_done, int64_t timeout
 /**
  * tio_batch_count() - entries queued
  * @b: the batch
+ *
+ * Return: the number of entries queued since the last reset.
  */
 TIO_API int64_t tio_batch_count(const tio_batch_t *b);
 
 /**
  * tio_batch_failed() - completed entries that failed
  * @b: the batch
+ *
+ * Return: the number of completed entries whose result is an error.
  */
 TIO_API int64_t tio_batch_failed(const tio_batch_t *b);
 
@@ -353,6 +361,8 @@ TIO_API unsigned int tio_batch_ring_flags(const tio_batch_t *b);
  * Counts the kernel entries of every submission since the batch was made
  * (for measurements and tests of the "one io_uring_enter" property); 0
  * where the backend has no asynchronous queue (the user backend).
+ *
+ * Return: the number of kernel entries, 0 on the user backend.
  */
 TIO_API int64_t tio_batch_enters(const tio_batch_t *b);
 

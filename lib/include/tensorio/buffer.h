@@ -133,12 +133,16 @@ TIO_API void *tio_buffer_data(tio_buffer_t *buf);
 /**
  * tio_buffer_size() - the buffer's size in bytes (whole pages)
  * @buf: the buffer
+ *
+ * Return: the size in bytes, a multiple of the page size.
  */
 TIO_API size_t tio_buffer_size(const tio_buffer_t *buf);
 
 /**
  * tio_buffer_handle() - the backend's handle of the buffer
  * @buf: the buffer
+ *
+ * Return: the handle (the driver's, or the user backend's own).
  */
 TIO_API uint32_t tio_buffer_handle(const tio_buffer_t *buf);
 

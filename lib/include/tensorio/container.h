@@ -57,6 +57,8 @@ static inline int64_t tio_array_size(const tio_object_t *arr)
  * tio_array_at() - element @i of an Array, as a view (no bounds check)
  * @arr: the Array
  * @i: the index, 0 <= @i < size
+ *
+ * Return: a pointer to the element, valid while the Array is unchanged.
  */
 static inline const tio_any_t *tio_array_at(const tio_object_t *arr, int64_t i)
 {
@@ -115,6 +117,8 @@ TIO_API int tio_map_new(tio_object_t **out);
 /**
  * tio_map_size() - number of entries of a Map
  * @map: the Map
+ *
+ * Return: the number of entries.
  */
 TIO_API int64_t tio_map_size(const tio_object_t *map);
 
@@ -206,6 +210,8 @@ static inline const int64_t *tio_shape_data(const tio_object_t *shape)
 /**
  * tio_shape_numel() - product of the dimensions of a Shape (1 for none)
  * @shape: the Shape
+ *
+ * Return: the product of the dimensions, 1 for a Shape of none.
  */
 TIO_API int64_t tio_shape_numel(const tio_object_t *shape);
 

@@ -158,6 +158,8 @@ TIO_API int tio_backtrace(int skip, char **out);
 /**
  * tio_error_kind() - the kind of an Error
  * @err: the Error
+ *
+ * Return: the kind ("ValueError", "OSError", ...), valid while @err lives.
  */
 TIO_INLINE const char *tio_error_kind(const tio_object_t *err)
 {
@@ -167,6 +169,8 @@ TIO_INLINE const char *tio_error_kind(const tio_object_t *err)
 /**
  * tio_error_message() - the message of an Error
  * @err: the Error
+ *
+ * Return: the message, valid while @err lives.
  */
 TIO_INLINE const char *tio_error_message(const tio_object_t *err)
 {
@@ -189,6 +193,8 @@ TIO_API const char *tio_error_backtrace(const tio_object_t *err);
 /**
  * tio_error_cause() - the cause of an Error (borrowed), or NULL
  * @err: the Error
+ *
+ * Return: the cause (no reference taken), or NULL.
  */
 TIO_INLINE tio_object_t *tio_error_cause(const tio_object_t *err)
 {
@@ -198,6 +204,8 @@ TIO_INLINE tio_object_t *tio_error_cause(const tio_object_t *err)
 /**
  * tio_error_extra_context() - the extra context of an Error (borrowed), or NULL
  * @err: the Error
+ *
+ * Return: the extra context (no reference taken), or NULL.
  */
 TIO_INLINE tio_object_t *tio_error_extra_context(const tio_object_t *err)
 {

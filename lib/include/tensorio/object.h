@@ -174,6 +174,8 @@ static inline int tio_object_weak_lock(tio_object_t *obj)
 /**
  * tio_object_strong_count() - the current strong count (for tests and asserts)
  * @obj: the object
+ *
+ * Return: the strong reference count.
  */
 static inline uint32_t tio_object_strong_count(const tio_object_t *obj)
 {
@@ -184,6 +186,8 @@ static inline uint32_t tio_object_strong_count(const tio_object_t *obj)
  * tio_object_weak_count() - the current weak count, including the one the
  * strong references hold together while any is left
  * @obj: the object
+ *
+ * Return: the weak reference count.
  */
 static inline uint32_t tio_object_weak_count(const tio_object_t *obj)
 {

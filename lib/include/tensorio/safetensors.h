@@ -89,6 +89,8 @@ TIO_API void tio_safetensors_free(tio_safetensors_t *st);
 /**
  * tio_safetensors_count() - its number of tensors
  * @st: the loaded file
+ *
+ * Return: the number of tensors (of every shard).
  */
 TIO_API int64_t tio_safetensors_count(const tio_safetensors_t *st);
 
@@ -96,6 +98,8 @@ TIO_API int64_t tio_safetensors_count(const tio_safetensors_t *st);
  * tio_safetensors_name() - the name of tensor @i (sorted by offset), or NULL
  * @st: the loaded file
  * @i: the index, 0 <= @i < count
+ *
+ * Return: the name, valid while @st lives, or NULL for @i out of range.
  */
 TIO_API const char *tio_safetensors_name(const tio_safetensors_t *st, int64_t i);
 
@@ -104,12 +108,16 @@ TIO_API const char *tio_safetensors_name(const tio_safetensors_t *st, int64_t i)
  * @st: the loaded file
  *
  * For a sharded checkpoint, the first shard's.
+ *
+ * Return: the buffer (no reference taken).
  */
 TIO_API tio_buffer_t *tio_safetensors_buffer(const tio_safetensors_t *st);
 
 /**
  * tio_safetensors_shards() - the number of files loaded (1 unless sharded)
  * @st: the loaded checkpoint
+ *
+ * Return: the number of files loaded.
  */
 TIO_API int tio_safetensors_shards(const tio_safetensors_t *st);
 
@@ -127,6 +135,8 @@ TIO_API const char *tio_safetensors_metadata(const tio_safetensors_t *st,
  * tio_safetensors_metadata_key() - a key of the metadata map, or NULL
  * @st: the loaded file
  * @i: the index, 0 <= @i < the number of keys
+ *
+ * Return: the key, valid while @st lives, or NULL for @i out of range.
  */
 TIO_API const char *tio_safetensors_metadata_key(const tio_safetensors_t *st, int64_t i);
 

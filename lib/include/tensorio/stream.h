@@ -38,6 +38,8 @@ TIO_API void tio_stream_decref(tio_stream_t *s);
 /**
  * tio_stream_handle() - the backend's handle of the stream
  * @s: the stream
+ *
+ * Return: the handle (the driver's, or the user backend's own).
  */
 TIO_API uint32_t tio_stream_handle(const tio_stream_t *s);
 

@@ -121,6 +121,8 @@ TIO_API int tio_tensor_view(tio_object_t *base, int32_t ndim, const int64_t *sha
  * tio_tensor_is_contiguous() - whether @t is compact row-major (NULL
  * strides, or strides equal to them; size-1 dimensions are ignored)
  * @t: the tensor
+ *
+ * Return: 1 when contiguous, else 0.
  */
 TIO_API int tio_tensor_is_contiguous(const DLTensor *t);
 
@@ -129,24 +131,32 @@ TIO_API int tio_tensor_is_contiguous(const DLTensor *t);
  * @alignment (a power of two)
  * @t: the tensor
  * @alignment: in bytes
+ *
+ * Return: 1 when aligned, else 0.
  */
 TIO_API int tio_tensor_is_aligned(const DLTensor *t, size_t alignment);
 
 /**
  * tio_tensor_numel() - number of elements (1 for a scalar)
  * @t: the tensor
+ *
+ * Return: the product of the extents, 1 for a scalar.
  */
 TIO_API int64_t tio_tensor_numel(const DLTensor *t);
 
 /**
  * tio_tensor_nbytes() - bytes of a compact tensor: numel * element size
  * @t: the tensor
+ *
+ * Return: the size in bytes of the compact tensor.
  */
 TIO_API size_t tio_tensor_nbytes(const DLTensor *t);
 
 /**
  * tio_tensor_is_readonly() - whether the producer marked the tensor read-only
  * @t: the Tensor object
+ *
+ * Return: 1 when read-only, else 0.
  */
 TIO_API int tio_tensor_is_readonly(const tio_object_t *t);
 

@@ -185,6 +185,8 @@ TIO_API int tio_type_is_subtype(int32_t type_index, int32_t base_index);
  * tio_object_is_instance() - whether @obj's type is @type_index or derives from it
  * @obj: the object
  * @type_index: the type
+ *
+ * Return: 1 when @obj is an instance of @type_index, else 0.
  */
 static inline int tio_object_is_instance(const tio_object_t *obj, int32_t type_index)
 {
