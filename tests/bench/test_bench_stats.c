@@ -146,7 +146,7 @@ TEST_F(baseline, regression_of_12_percent_fails)
 
 	fake(&cur[0], "info/ioctl", 1120, s[0]);
 	fake(&cur[1], "info/uring/b64", 400, s[1]);
-	EXPECT_EQ(BENCH_FAIL, bench_baseline_compare(self->path, cur, 2, NULL));
+	EXPECT_EQ(BENCH_FAIL, bench_baseline_compare(self->path, NULL, cur, 2, NULL));
 }
 
 TEST_F(baseline, regression_of_4_percent_passes)
@@ -156,7 +156,7 @@ TEST_F(baseline, regression_of_4_percent_passes)
 
 	fake(&cur[0], "info/ioctl", 1040, s[0]);
 	fake(&cur[1], "info/uring/b64", 416, s[1]);
-	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 2, NULL));
+	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, NULL, cur, 2, NULL));
 }
 
 TEST_F(baseline, regression_of_7_percent_warns)
@@ -165,7 +165,7 @@ TEST_F(baseline, regression_of_7_percent_warns)
 	double s[1][NS];
 
 	fake(&cur[0], "info/uring/b64", 428, s[0]);
-	EXPECT_EQ(BENCH_WARN, bench_baseline_compare(self->path, cur, 1, NULL));
+	EXPECT_EQ(BENCH_WARN, bench_baseline_compare(self->path, NULL, cur, 1, NULL));
 }
 
 TEST_F(baseline, other_unit_or_new_case_is_not_compared)
@@ -176,7 +176,7 @@ TEST_F(baseline, other_unit_or_new_case_is_not_compared)
 	fake(&cur[0], "info/ioctl", 5000, s[0]);
 	cur[0].unit = BENCH_NS;
 	fake(&cur[1], "info/brand-new", 1, s[1]);
-	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 2, NULL));
+	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, NULL, cur, 2, NULL));
 }
 
 /* --fast: 3 samples a side cannot tell a change from noise. */
@@ -187,7 +187,7 @@ TEST_F(baseline, too_few_samples_never_warn_or_fail)
 
 	fake(&cur[0], "info/ioctl", 1250, s[0]);
 	cur[0].st.n = 3;
-	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 1, NULL));
+	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, NULL, cur, 1, NULL));
 }
 
 TEST(compare_noise_is_not_a_change)
@@ -197,7 +197,7 @@ TEST(compare_noise_is_not_a_change)
 	double cur[] = { 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5 };
 	struct bench_cmp c;
 
-	EXPECT_EQ(BENCH_SAME, bench_compare(base, 9, cur, 9, &c));
+	EXPECT_EQ(BENCH_SAME, bench_compare(base, 9, cur, 9, NULL, &c));
 	EXPECT_TRUE(NEAR(c.pct, 50));
 	EXPECT_TRUE(c.lo <= 0);
 	EXPECT_TRUE(c.noise);
@@ -210,14 +210,14 @@ TEST(compare_a_real_shift_fails_with_its_interval)
 	double cur[] = { 12.0, 12.1, 11.9, 12.0, 12.2, 11.8, 12.0 };
 	struct bench_cmp c, c2;
 
-	EXPECT_EQ(BENCH_FAIL, bench_compare(base, 7, cur, 7, &c));
+	EXPECT_EQ(BENCH_FAIL, bench_compare(base, 7, cur, 7, NULL, &c));
 	EXPECT_TRUE(NEAR(c.pct, 20));
 	EXPECT_TRUE(c.lo > 10 && c.hi < 30);
 	/* Repeatable: the resampling has a fixed seed. */
-	bench_compare(base, 7, cur, 7, &c2);
+	bench_compare(base, 7, cur, 7, NULL, &c2);
 	EXPECT_TRUE(NEAR(c.lo, c2.lo) && NEAR(c.hi, c2.hi));
 	/* Faster is never a regression. */
-	EXPECT_EQ(BENCH_SAME, bench_compare(cur, 7, base, 7, &c));
+	EXPECT_EQ(BENCH_SAME, bench_compare(cur, 7, base, 7, NULL, &c));
 }
 
 TEST_F(baseline, saved_run_loads_back)
@@ -249,14 +249,14 @@ TEST(baseline_missing_or_garbage_file_is_an_error)
 	int fd;
 
 	fake(&cur[0], "info/ioctl", 1, s[0]);
-	EXPECT_GT(0, bench_baseline_compare("/nonexistent/x.json", cur, 1, NULL));
+	EXPECT_GT(0, bench_baseline_compare("/nonexistent/x.json", NULL, cur, 1, NULL));
 	fd = mkstemp(path);
 	ASSERT_LE(0, fd);
 	f = fdopen(fd, "w");
 	ASSERT_NE(NULL, f);
 	fputs("{\"results\": 3}", f);
 	fclose(f);
-	EXPECT_EQ(-EINVAL, bench_baseline_compare(path, cur, 1, NULL));
+	EXPECT_EQ(-EINVAL, bench_baseline_compare(path, NULL, cur, 1, NULL));
 	EXPECT_EQ(-EINVAL, bench_load_json(path, &h, &r, &n));
 	EXPECT_EQ(NULL, r);
 	unlink(path);
