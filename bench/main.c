@@ -458,10 +458,12 @@ static void usage(FILE *f)
 	      "  --json FILE, --md FILE, --plot DIR   write results\n"
 	      "  --load FILE        report a saved JSON run instead of running\n"
 	      "  --save-baseline NAME, --baseline NAME\n"
-	      "                     save / compare: >5% slower warns, >10% fails, when\n"
-	      "                     the 95% bootstrap interval of the change excludes 0;\n"
-	      "                     figures are first divided by the scale, the ratio of\n"
-	      "                     the two runs' reference-loop medians (machine drift)\n",
+	      "                     save / compare: warns when the 95% bootstrap interval\n"
+	      "                     of a median's change, less the reference loop's own\n"
+	      "                     variation, lies above +5%; fails above +10% (exit 1).\n"
+	      "                     This run's figures are first divided by the scale,\n"
+	      "                     the ratio of the two runs' reference-loop medians\n"
+	      "                     (machine drift; applied when beyond that variation)\n",
 	      f);
 }
 
