@@ -219,6 +219,8 @@ static void pc_recycle(void *obj)
 	    !buf->ctx->ops->exec(buf->ctx, tio_cmds[TIO_CMD_BUF_SET_DESC].op, &d))
 		e = malloc(sizeof(*e));
 	if (e) {
+		/* The context empties us before it closes (tio_shutdown()). */
+		__atomic_store_n(&buf->ctx->on_shutdown, tio_pinned_trim_ctx, __ATOMIC_RELEASE);
 		e->ctx = buf->ctx;
 		e->handle = (uint32_t)buf->handle;
 		e->mmap_offset = buf->mmap_offset;
