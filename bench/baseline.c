@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Baselines: a saved run (the bench_write_json() format, read back with
- * json-c) against which a later run's medians are compared, case by case.
- * More than 5 % slower warns, more than 10 % slower fails.
+ * json-c) against which a later run's medians are compared, case by case,
+ * after scaling by the two runs' reference workload. More than 5 % slower
+ * (beyond noise) warns, more than 10 % slower fails.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,14 +95,14 @@ static int num_of(struct json_object *o, const char *key, double *out)
 	return 0;
 }
 
-/* An entry's per-repeat samples (malloc'd), and how many; 0 for none. */
+/* An object's "samples" array (malloc'd), and how many; 0 for none. */
 static size_t samples_of(struct json_object *e, double **out)
 {
 	struct json_object *a;
 	size_t i, n;
 
 	*out = NULL;
-	if (!json_object_object_get_ex(e, "samples", &a) ||
+	if (!e || !json_object_object_get_ex(e, "samples", &a) ||
 	    !json_object_is_type(a, json_type_array))
 		return 0;
 	n = json_object_array_length(a);
@@ -110,6 +112,61 @@ static size_t samples_of(struct json_object *e, double **out)
 	for (i = 0; i < n; i++)
 		(*out)[i] = json_object_get_double(json_object_array_get_idx(a, i));
 	return n;
+}
+
+/* A run header's "reference" object, or NULL. */
+static struct json_object *reference_of(struct json_object *root)
+{
+	struct json_object *hdr, *ref;
+
+	if (!json_object_object_get_ex(root, "header", &hdr) ||
+	    !json_object_object_get_ex(hdr, "reference", &ref) ||
+	    !json_object_is_type(ref, json_type_object))
+		return NULL;
+	return ref;
+}
+
+/*
+ * How the machine changed: the ratio of the two runs' reference medians
+ * (1 when either lacks a reference, said on @out) and their variation.
+ */
+static struct bench_drift drift_of(struct json_object *root,
+				   const struct bench_header *h, FILE *out)
+{
+	struct bench_drift d = { .scale = 1 };
+	double *bs = NULL, scale, mb, mc, nc;
+	size_t nb = samples_of(reference_of(root), &bs);
+
+	scale = h ? bench_ref_scale(bs, nb, h->ref, h->ref_n) : 0;
+	if (scale > 0) {
+		d.noise = bench_ref_noise(bs, nb);
+		nc = bench_ref_noise(h->ref, h->ref_n);
+		if (nc > d.noise)
+			d.noise = nc;
+		/* A drift the loop's own variation could make is not one. */
+		if (fabs(scale - 1) * 100 > d.noise)
+			d.scale = scale;
+	}
+	free(bs);
+	if (!out)
+		return d;
+	if (!(scale > 0)) {
+		fprintf(out, "reference loop: missing in the %s: figures not scaled\n",
+			nb ? "current run" : "baseline");
+		return d;
+	}
+	mc = bench_ref_scale(&(double){ 1 }, 1, h->ref, h->ref_n); /* its median */
+	mb = mc / scale;
+	fprintf(out, "reference loop (%u multiply-adds, timed between cases): "
+		"%.4g -> %.4g %s/iteration, scale %.3f", BENCH_REF_ITERS, mb, mc,
+		bench_unit_name(h->unit), scale);
+	if (d.scale != 1)
+		fputs(": this run's figures are divided by it before comparing", out);
+	else
+		fputs(": within the loop's own variation, not applied", out);
+	fprintf(out, "; the loop varied by %.1f%% (interquartile range), taken "
+		"off each interval first\n", d.noise);
+	return d;
 }
 
 /* The baseline entry for suite/case in the given unit, or NULL. */
@@ -134,23 +191,33 @@ static struct json_object *lookup(struct json_object *results,
 /**
  * bench_baseline_compare() - compare a run with a saved baseline
  * @path: the baseline file
+ * @h: this run's header, with its reference samples (NULL: none)
  * @r: this run's results
  * @n: how many
  * @out: where to print one line per compared case and a summary (or NULL)
  *
  * Cases are matched by suite, name and unit; medians are compared with
  * bench_compare(): only a change beyond the runs' own noise warns or fails.
+ * Before that, this run's samples are divided by the ratio of the two
+ * runs' reference medians (bench_ref_scale()), printed as "scale" (and
+ * applied only when it differs from 1 by more than the loop varied): a
+ * machine uniformly slower than when the baseline was taken does not fail,
+ * one case slower than the machine does. How much the reference varied
+ * within either run (bench_ref_noise()) is taken off each interval: a
+ * change the machine's own unsteadiness could make is not judged one.
  *
  * Return: the worst verdict (BENCH_SAME, BENCH_WARN, BENCH_FAIL; BENCH_NEW
  * counts as BENCH_SAME), or -errno when the file cannot be read or is not
  * a tio-bench result (-EINVAL).
  */
-int bench_baseline_compare(const char *path, const struct bench_result *r,
-			   size_t n, FILE *out)
+int bench_baseline_compare(const char *path, const struct bench_header *h,
+			   const struct bench_result *r, size_t n, FILE *out)
 {
 	struct json_object *root, *results;
 	unsigned int counts[4] = { 0 };
 	int worst = BENCH_SAME;
+	struct bench_drift drift;
+	double scale;
 	size_t i;
 
 	errno = 0;
@@ -163,10 +230,12 @@ int bench_baseline_compare(const char *path, const struct bench_result *r,
 		return -EINVAL;
 	}
 	if (out)
-		fprintf(out, "\n== baseline %s (median per case; > %.0f%% slower "
-			"warns, > %.0f%% fails, when the 95%% bootstrap interval "
-			"of the change excludes 0)\n", path, BENCH_WARN_PCT,
+		fprintf(out, "\n== baseline %s (median per case; warns when the "
+			"95%% bootstrap interval of the change lies above +%.0f%%, "
+			"fails above +%.0f%%)\n", path, BENCH_WARN_PCT,
 			BENCH_FAIL_PCT);
+	drift = drift_of(root, h, out);
+	scale = drift.scale;
 	for (i = 0; i < n; i++) {
 		const struct bench_result *x = &r[i];
 		struct json_object *e;
@@ -187,7 +256,7 @@ int bench_baseline_compare(const char *path, const struct bench_result *r,
 				bs = &base;
 				nb = 1;
 			}
-			v = bench_compare(bs, nb, x->samples, x->st.n, &cmp);
+			v = bench_compare(bs, nb, x->samples, x->st.n, &drift, &cmp);
 			if (bs != &base)
 				free(bs);
 		}
@@ -201,9 +270,12 @@ int bench_baseline_compare(const char *path, const struct bench_result *r,
 				x->suite, x->name);
 			continue;
 		}
-		fprintf(out, "%-4s %s/%s: %.4g -> %.4g %s/op (%+.1f%%", tag[v],
-			x->suite, x->name, base, x->st.median,
-			bench_unit_name(x->unit), cmp.pct);
+		fprintf(out, "%-4s %s/%s: %.4g -> %.4g %s/op", tag[v], x->suite,
+			x->name, base, x->st.median, bench_unit_name(x->unit));
+		if (scale != 1)
+			fprintf(out, " (/ scale %.3f = %.4g", scale,
+				x->st.median / scale);
+		fprintf(out, "%s%+.1f%%", scale != 1 ? ": " : " (", cmp.pct);
 		if (cmp.too_few)
 			fprintf(out, "; %zu and %zu samples: too few to tell from noise)\n",
 				nb, x->st.n);
@@ -230,7 +302,7 @@ static void copy_str(char *dst, size_t len, struct json_object *o,
 /**
  * bench_load_json() - read a saved run back (tio-bench --load)
  * @path: a bench_write_json() file
- * @h: its header
+ * @h: its header (free with bench_header_free())
  * @out: its results (free with bench_results_free())
  * @n: how many
  *
@@ -239,9 +311,10 @@ static void copy_str(char *dst, size_t len, struct json_object *o,
 int bench_load_json(const char *path, struct bench_header *h,
 		    struct bench_result **out, size_t *n)
 {
-	struct json_object *root, *results, *hdr;
+	struct json_object *root, *results, *hdr, *samples;
 	struct bench_result *r;
 	size_t i, cnt;
+	double v;
 
 	errno = 0;
 	root = json_object_from_file(path);
@@ -263,17 +336,31 @@ int bench_load_json(const char *path, struct bench_header *h,
 	copy_str(h->mode, sizeof(h->mode), hdr, "mode");
 	h->unit = str_of(hdr, "unit") && !strcmp(str_of(hdr, "unit"), "insn") ?
 		  BENCH_INSN : BENCH_NS;
+	if (json_object_object_get_ex(hdr, "fast", &samples))
+		h->fast = json_object_get_boolean(samples);
+	if (!num_of(hdr, "repeats", &v))
+		h->repeats = (int)v;
+	num_of(hdr, "sample_target", &h->sample_target);
+	if (reference_of(root) && !num_of(reference_of(root), "iters", &v))
+		h->ref_iters = (uint64_t)v;
+	h->ref_n = samples_of(reference_of(root), &h->ref);
+	if (!h->ref_n && json_object_object_get_ex(reference_of(root) ?
+						   reference_of(root) : hdr,
+						   "samples", &samples) &&
+	    json_object_array_length(samples)) {
+		json_object_put(root);
+		return -ENOMEM;
+	}
 	cnt = json_object_array_length(results);
 	r = calloc(cnt ? cnt : 1, sizeof(*r));
 	if (!r) {
+		bench_header_free(h);
 		json_object_put(root);
 		return -ENOMEM;
 	}
 	for (i = 0; i < cnt; i++) {
 		struct json_object *e = json_object_array_get_idx(results, i);
-		struct json_object *samples;
 		const char *st = str_of(e, "status");
-		double v;
 		size_t j, ns;
 
 		r[i].suite = strdup(str_of(e, "suite") ? str_of(e, "suite") : "?");
@@ -324,6 +411,7 @@ int bench_load_json(const char *path, struct bench_header *h,
 	return 0;
 nomem:
 	bench_results_free(r, cnt);
+	bench_header_free(h);
 	json_object_put(root);
 	return -ENOMEM;
 }
@@ -346,4 +434,15 @@ void bench_results_free(struct bench_result *r, size_t n)
 		free(r[i].ref);
 	}
 	free(r);
+}
+
+/**
+ * bench_header_free() - free what a header owns (its reference samples)
+ * @h: the header; left with no reference
+ */
+void bench_header_free(struct bench_header *h)
+{
+	free(h->ref);
+	h->ref = NULL;
+	h->ref_n = 0;
 }

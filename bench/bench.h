@@ -146,7 +146,25 @@ struct bench_header {
 	enum bench_unit unit;
 	int fast;		/* --fast: short samples */
 	int repeats;		/* samples per case (0: the default, per unit) */
+	double sample_target;	/* clock units one sample aims at (0: unknown) */
+	uint64_t ref_iters;	/* iterations of one reference sample */
+	double *ref;		/* reference samples, clock units/iteration (owned) */
+	size_t ref_n;		/* how many */
 };
+
+/*
+ * The reference workload: a fixed loop of BENCH_REF_ITERS dependent
+ * multiply-adds, timed BENCH_REF_PER_POINT times before every case and
+ * after the last. A baseline comparison divides this run's figures by the
+ * ratio of the two runs' reference medians, so that a machine that is
+ * uniformly slower (load, clock, steal) does not read as a regression.
+ */
+#define BENCH_REF_ITERS		(1u << 18)
+#define BENCH_REF_PER_POINT	3
+
+/* --fast: this many samples per case (enough to judge), each this short. */
+#define BENCH_FAST_REPEATS	10
+#define BENCH_FAST_SAMPLE	1e5
 
 /* A p99 means something from this many samples on. */
 #define BENCH_P99_MIN_SAMPLES	100
@@ -162,10 +180,11 @@ enum bench_verdict { BENCH_SAME, BENCH_NEW, BENCH_WARN, BENCH_FAIL };
 
 /**
  * struct bench_cmp - a case against its baseline
- * @pct: change of the median in percent (positive: slower)
+ * @pct: change of the median in percent (positive: slower), after scaling
  * @lo, @hi: its 95 % bootstrap confidence interval
  * @too_few: a side had fewer than BENCH_MIN_SAMPLES samples
- * @noise: slower by more than BENCH_WARN_PCT, but within noise
+ * @noise: the median change alone would warn or fail more than the
+ *	   interval's lower end does: the rest is within noise
  */
 struct bench_cmp {
 	double pct, lo, hi;
@@ -180,14 +199,29 @@ struct bench_case *bench_cases(void);
 void bench_stats_compute(double *v, size_t n, struct bench_stats *st);
 double bench_percentile(const double *sorted, size_t n, double p);
 enum bench_verdict bench_verdict_of(double base, double cur, double *pct);
+/**
+ * struct bench_drift - how the machine itself changed between two runs
+ * @scale: this run's reference median / the baseline's (1: unchanged)
+ * @noise: how much the machine's speed varied within either run: the
+ *	   larger interquartile range of the two runs' reference samples,
+ *	   in percent of their median (0: none known)
+ */
+struct bench_drift {
+	double scale, noise;
+};
+
 enum bench_verdict bench_compare(const double *base, size_t nb, const double *cur,
-				 size_t nc, struct bench_cmp *cmp);
+				 size_t nc, const struct bench_drift *drift,
+				 struct bench_cmp *cmp);
+double bench_ref_scale(const double *base, size_t nb, const double *cur, size_t nc);
+double bench_ref_noise(const double *v, size_t n);
 
 /* Units. */
 const char *bench_unit_name(enum bench_unit u);
 
 /* Reports (report.c). */
 void bench_print_header(FILE *f, const struct bench_header *h, const char *prefix);
+void bench_print_reference(FILE *f, const struct bench_header *h, const char *pfx);
 void bench_print_table(FILE *f, const struct bench_result *r, size_t n,
 		       const char *suite);
 void bench_print_table_head(FILE *f, const char *suite, enum bench_unit unit, int w);
@@ -202,12 +236,13 @@ int bench_write_plots(const char *dir, const struct bench_header *h,
 /* Baselines (baseline.c): JSON files in the bench_write_json() format. */
 int bench_baseline_path(const char *name, char *buf, size_t len);
 int bench_baseline_check(const char *path, char *why, size_t len);
-int bench_baseline_compare(const char *path, const struct bench_result *r,
-			   size_t n, FILE *out);
+int bench_baseline_compare(const char *path, const struct bench_header *h,
+			   const struct bench_result *r, size_t n, FILE *out);
 
 int bench_load_json(const char *path, struct bench_header *h,
 		    struct bench_result **out, size_t *n);
 void bench_results_free(struct bench_result *r, size_t n);
+void bench_header_free(struct bench_header *h);
 
 /* The malloc counter (malloc_count.c). */
 uint64_t bench_malloc_count(void);

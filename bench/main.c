@@ -180,12 +180,49 @@ static void progress(const struct bench_case *c, int i, int repeats, double samp
 	shown = 1;
 }
 
-/* Samples per case: --repeat, else 3 for --fast, 9 instruction counts, 15. */
+/*
+ * Samples per case: --repeat, else BENCH_FAST_REPEATS (10) for --fast,
+ * 9 instruction counts, 15. --fast takes enough for a baseline comparison
+ * to judge (BENCH_MIN_SAMPLES), each sample shorter instead.
+ */
 static int repeats_of(const struct opts *o)
 {
 	if (o->repeat > 0)
 		return o->repeat;
-	return o->fast ? 3 : (o->unit == BENCH_INSN ? 9 : 15);
+	return o->fast ? BENCH_FAST_REPEATS : (o->unit == BENCH_INSN ? 9 : 15);
+}
+
+/* Sample length, in clock units: instructions in the icount VM. */
+static double sample_target_of(const struct opts *o)
+{
+	if (o->fast)
+		return BENCH_FAST_SAMPLE;
+	return o->unit == BENCH_INSN ? 3e6 : 1e7;
+}
+
+/* The reference workload: fixed work, a chain the compiler cannot fold. */
+static void __attribute__((noinline)) reference_loop(uint64_t iters)
+{
+	uint64_t x = 1, i;
+
+	for (i = 0; i < iters; i++) {
+		x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+		bench_launder(x);
+	}
+	bench_keep(x);
+}
+
+/* BENCH_REF_PER_POINT reference samples into @h (room was made for them). */
+static void reference_point(struct bench_header *h)
+{
+	int i;
+
+	for (i = 0; i < BENCH_REF_PER_POINT; i++) {
+		double t0 = now();
+
+		reference_loop(h->ref_iters);
+		h->ref[h->ref_n++] = (now() - t0) / (double)h->ref_iters;
+	}
 }
 
 static void run_case(const struct opts *o, const struct bench_case *c,
@@ -211,11 +248,7 @@ static void run_case(const struct opts *o, const struct bench_case *c,
 		snprintf(res->why, sizeof(res->why), "out of memory");
 		return;
 	}
-	/* Sample length, in clock units: instructions in the icount VM. */
-	if (o->unit == BENCH_INSN)
-		target = o->fast ? 2e5 : 3e6;
-	else
-		target = o->fast ? 2e5 : 1e7;
+	target = sample_target_of(o);
 
 	err = c->setup ? c->setup(&run) : 0;
 	if (err == BENCH_SKIP) {
@@ -415,15 +448,22 @@ static void usage(FILE *f)
 	      "  --suite S[,S]      suites to run (default: all)\n"
 	      "  --case, --op GLOB  cases whose name or suite/name matches\n"
 	      "  --size small|medium|large|all  (default all)\n"
-	      "  --fast             short samples, 3 repeats (smoke test)\n"
-	      "  --repeat N         repeats per case\n"
+	      "  --fast             10 samples of 0.1 ms (0.1 M insn) per case: short,\n"
+	      "                     still enough for --baseline to judge\n"
+	      "  --repeat N         samples per case (default 15, 9 in the icount VM;\n"
+	      "                     fewer than 5 a side are not judged against a baseline)\n"
 	      "  --unit auto|ns|insn  clock unit (auto: insn under tio.icount=1)\n"
 	      "  --list             list the cases and exit\n"
 	      "  --tap              a TAP line per case\n"
 	      "  --json FILE, --md FILE, --plot DIR   write results\n"
 	      "  --load FILE        report a saved JSON run instead of running\n"
 	      "  --save-baseline NAME, --baseline NAME\n"
-	      "                     save / compare (>5% slower warns, >10% fails)\n",
+	      "                     save / compare: warns when the 95% bootstrap interval\n"
+	      "                     of a median's change, less the reference loop's own\n"
+	      "                     variation, lies above +5%; fails above +10% (exit 1).\n"
+	      "                     This run's figures are first divided by the scale,\n"
+	      "                     the ratio of the two runs' reference-loop medians\n"
+	      "                     (machine drift; applied when beyond that variation)\n",
 	      f);
 }
 
@@ -528,6 +568,13 @@ int main(int argc, char **argv)
 	make_header(&h, o.unit);
 	h.fast = o.fast;
 	h.repeats = repeats_of(&o);
+	h.sample_target = sample_target_of(&o);
+	h.ref_iters = BENCH_REF_ITERS;
+	h.ref = calloc((n + 1) * BENCH_REF_PER_POINT, sizeof(*h.ref));
+	if (!h.ref) {
+		perror("tio-bench");
+		return 1;
+	}
 	bench_print_header(stdout, &h, "# ");
 	fflush(stdout);
 	i = 0;
@@ -536,6 +583,7 @@ int main(int argc, char **argv)
 			continue;
 		if (!i || strcmp(res[i - 1].suite, c->suite))
 			bench_print_table_head(stdout, c->suite, o.unit, name_width(&o, c->suite));
+		reference_point(&h);
 		run_case(&o, c, &res[i]);
 		set_ratio(res, i);
 		bench_print_row(stdout, &res[i], name_width(&o, c->suite));
@@ -554,6 +602,9 @@ int main(int argc, char **argv)
 			rc = 1;
 		i++;
 	}
+	reference_point(&h);
+	putchar('\n');
+	bench_print_reference(stdout, &h, "# ");
 	if (o.tap)
 		printf("1..%zu\n", n);
 	/* A reference that ran after its rows: their ratios now. */
@@ -599,7 +650,7 @@ written:
 	if (o.baseline) {
 		err = bench_baseline_path(o.baseline, path, sizeof(path));
 		if (!err)
-			err = bench_baseline_compare(path, res, n, stdout);
+			err = bench_baseline_compare(path, &h, res, n, stdout);
 		if (err < 0) {
 			fprintf(stderr, "tio-bench: baseline %s: %s\n", path,
 				strerror(-err));
@@ -611,5 +662,6 @@ written:
 		}
 	}
 	bench_results_free(res, n);
+	bench_header_free(&h);
 	return rc;
 }

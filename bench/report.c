@@ -59,6 +59,31 @@ void bench_print_header(FILE *f, const struct bench_header *h, const char *pfx)
 		h->unit == BENCH_INSN ?
 		"guest instructions per operation, deterministic" :
 		"wall-clock nanoseconds per operation, CLOCK_MONOTONIC");
+	if (h->ref_n)
+		bench_print_reference(f, h, pfx);
+}
+
+/**
+ * bench_print_reference() - the run's reference-loop figure
+ * @f: where
+ * @h: the run header, with its reference samples
+ * @pfx: line prefix
+ */
+void bench_print_reference(FILE *f, const struct bench_header *h, const char *pfx)
+{
+	double *v = malloc((h->ref_n ? h->ref_n : 1) * sizeof(*v));
+	struct bench_stats st;
+
+	if (!v)
+		return;
+	memcpy(v, h->ref, h->ref_n * sizeof(*v));
+	bench_stats_compute(v, h->ref_n, &st);
+	free(v);
+	fprintf(f, "%sreference: %.4g %s/iteration (median; min %.4g, std %.1f%%, "
+		"%zu samples of %llu iterations between cases)\n", pfx, st.median,
+		bench_unit_name(h->unit), st.min, st.mean > 0 ?
+		100 * st.std / st.mean : 0, h->ref_n,
+		(unsigned long long)h->ref_iters);
 }
 
 /**
@@ -207,8 +232,39 @@ int bench_write_json(const char *path, const struct bench_header *h,
 		fprintf(f, "%s\"%s\": ", i ? ", " : "", hdr[i][0]);
 		json_str(f, hdr[i][1]);
 	}
-	fprintf(f, ", \"fast\": %s, \"repeats\": %d", h->fast ? "true" : "false",
-		h->repeats);
+	fprintf(f, ", \"fast\": %s, \"repeats\": %d, \"min_samples\": %d",
+		h->fast ? "true" : "false", h->repeats, BENCH_MIN_SAMPLES);
+	if (h->sample_target > 0) {
+		fputs(", \"sample_target\": ", f);
+		json_num(f, h->sample_target);
+	}
+	if (h->ref_n) {
+		double *v = malloc(h->ref_n * sizeof(*v));
+		struct bench_stats st;
+
+		if (!v) {
+			err = -ENOMEM;
+			goto out;
+		}
+		memcpy(v, h->ref, h->ref_n * sizeof(*v));
+		bench_stats_compute(v, h->ref_n, &st);
+		free(v);
+		fprintf(f, ",\n    \"reference\": {\"loop\": \"dependent 64-bit "
+			"multiply-add\", \"iters\": %llu, \"unit\": ",
+			(unsigned long long)h->ref_iters);
+		json_str(f, bench_unit_name(h->unit));
+		fputs(", \"median\": ", f);
+		json_num(f, st.median);
+		fputs(", \"min\": ", f);
+		json_num(f, st.min);
+		fprintf(f, ", \"n\": %zu, \"samples\": [", h->ref_n);
+		for (i = 0; i < h->ref_n; i++) {
+			if (i)
+				fputs(", ", f);
+			json_num(f, h->ref[i]);
+		}
+		fputs("]}", f);
+	}
 	fputs("},\n  \"results\": [", f);
 	for (i = 0; i < n; i++) {
 		const struct bench_result *x = &r[i];
@@ -276,7 +332,8 @@ int bench_write_json(const char *path, const struct bench_header *h,
 		fputs("]}", f);
 	}
 	fputs("\n  ]\n}\n", f);
-	if (ferror(f))
+out:
+	if (ferror(f) && !err)
 		err = -EIO;
 	if (f != stdout && fclose(f) && !err)
 		err = -errno;

@@ -126,27 +126,35 @@ static double resampled_median(const double *v, size_t n, double *tmp, uint64_t 
  * @nb: how many
  * @cur: this run's per-repeat samples
  * @nc: how many
+ * @drift: the machine's own change (NULL: none): every @cur sample is
+ *	   divided by @drift->scale first, and @drift->noise is taken off
+ *	   the lower end of the interval before judging it
  * @cmp: filled in: the change of the medians in percent and its 95 %
  *	 bootstrap confidence interval
  *
  * The change is that of the medians. Its confidence interval comes from
  * BENCH_BOOTSTRAP resamples of both sample sets (with replacement, fixed
- * seed), as Criterion does. A change counts only when the whole interval
- * lies above zero: a difference that resampling the runs' own dispersion
- * reproduces is noise. A real change then warns above BENCH_WARN_PCT and
- * fails above BENCH_FAIL_PCT. With fewer than BENCH_MIN_SAMPLES samples on
- * either side (--fast takes 3) nothing can be told from noise: the verdict
- * is BENCH_SAME, with @cmp->too_few set.
+ * seed), as Criterion does. The verdict goes by the interval's lower end,
+ * the change the samples show with 95 % confidence, less the machine's
+ * own variation within the runs (@drift->noise): it warns above
+ * BENCH_WARN_PCT and fails above BENCH_FAIL_PCT; a larger median change
+ * that resampling the runs' own dispersion reproduces is noise (@cmp->noise
+ * set). With fewer than BENCH_MIN_SAMPLES samples on
+ * either side nothing can be told from noise: the verdict is BENCH_SAME,
+ * with @cmp->too_few set.
  *
  * Return: the verdict (BENCH_NEW when there is nothing to compare).
  */
 enum bench_verdict bench_compare(const double *base, size_t nb, const double *cur,
-				 size_t nc, struct bench_cmp *cmp)
+				 size_t nc, const struct bench_drift *drift,
+				 struct bench_cmp *cmp)
 {
-	double *sb, *sc, *tmp, *d, mb, mc;
+	double *sb, *sc, *tmp, *d, mb, mc, lo;
 	uint64_t rng = UINT64_C(0x9e3779b97f4a7c15);
 	enum bench_verdict v = BENCH_NEW;
 	size_t i, nt = nb > nc ? nb : nc;
+	double scale = drift ? drift->scale : 1;
+	double noise = drift && drift->noise > 0 ? drift->noise : 0;
 
 	memset(cmp, 0, sizeof(*cmp));
 	if (!nb || !nc)
@@ -158,7 +166,10 @@ enum bench_verdict bench_compare(const double *base, size_t nb, const double *cu
 	if (!sb || !sc || !tmp || !d)
 		goto out;
 	memcpy(sb, base, nb * sizeof(*sb));
-	memcpy(sc, cur, nc * sizeof(*sc));
+	if (!(scale > 0) || !isfinite(scale))
+		scale = 1;
+	for (i = 0; i < nc; i++)
+		sc[i] = cur[i] / scale;
 	qsort(sb, nb, sizeof(*sb), cmp_double);
 	qsort(sc, nc, sizeof(*sc), cmp_double);
 	mb = bench_percentile(sb, nb, 50);
@@ -181,15 +192,77 @@ enum bench_verdict bench_compare(const double *base, size_t nb, const double *cu
 	qsort(d, BENCH_BOOTSTRAP, sizeof(*d), cmp_double);
 	cmp->lo = bench_percentile(d, BENCH_BOOTSTRAP, 2.5);
 	cmp->hi = bench_percentile(d, BENCH_BOOTSTRAP, 97.5);
-	if (!(cmp->lo > 0))
-		v = BENCH_SAME;
-	cmp->noise = v == BENCH_SAME && cmp->pct > BENCH_WARN_PCT;
+	/* Judged by the interval's lower end: at least this much slower. */
+	v = bench_verdict_of(100, 100 + cmp->lo - noise, &lo);
+	cmp->noise = v < bench_verdict_of(mb, mc, &lo);
 out:
 	free(sb);
 	free(sc);
 	free(tmp);
 	free(d);
 	return v;
+}
+
+/**
+ * bench_ref_scale() - how much slower the machine ran now than for a baseline
+ * @base: the baseline run's reference samples
+ * @nb: how many
+ * @cur: this run's reference samples
+ * @nc: how many
+ *
+ * The ratio of the medians of the two runs' reference workload (a fixed
+ * loop, BENCH_REF_ITERS iterations): 3 when the same work took three
+ * times as long now.
+ *
+ * Return: the ratio, or 0 when either run has no usable reference.
+ */
+double bench_ref_scale(const double *base, size_t nb, const double *cur, size_t nc)
+{
+	double *v, mb, mc;
+	size_t n = nb > nc ? nb : nc;
+
+	if (!nb || !nc)
+		return 0;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return 0;
+	memcpy(v, base, nb * sizeof(*v));
+	qsort(v, nb, sizeof(*v), cmp_double);
+	mb = bench_percentile(v, nb, 50);
+	memcpy(v, cur, nc * sizeof(*v));
+	qsort(v, nc, sizeof(*v), cmp_double);
+	mc = bench_percentile(v, nc, 50);
+	free(v);
+	if (!(mb > 0) || !(mc > 0) || !isfinite(mb) || !isfinite(mc))
+		return 0;
+	return mc / mb;
+}
+
+/**
+ * bench_ref_noise() - how much the machine's speed varied within a run
+ * @v: the run's reference samples
+ * @n: how many
+ *
+ * Return: their interquartile range in percent of their median; 0 for
+ * fewer than 4 samples.
+ */
+double bench_ref_noise(const double *v, size_t n)
+{
+	double *s, r = 0, med;
+
+	if (n < 4)
+		return 0;
+	s = malloc(n * sizeof(*s));
+	if (!s)
+		return 0;
+	memcpy(s, v, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_double);
+	med = bench_percentile(s, n, 50);
+	if (med > 0)
+		r = (bench_percentile(s, n, 75) - bench_percentile(s, n, 25)) /
+		    med * 100.0;
+	free(s);
+	return r;
 }
 
 const char *bench_unit_name(enum bench_unit u)

@@ -14,6 +14,8 @@
 #   check-layers.sh [SRC] OBJDIR   also check the objects' undefined symbols
 #   TIO_LAYERS_ABOVE="DIR ..."     the libraries on libtensorio to check
 #                                  (default lib/net lib/tvmffi)
+#   TIO_LAYERS_ACYCLIC="L ..."     layers checked for call cycles between
+#                                  their files (default dev io)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 src=${1:-$top/lib/src}
@@ -27,6 +29,9 @@ declare -A uses=(
 	[io]="ffi dev gpu io"
 	[gpu]="ffi dev gpu"
 )
+# Layers whose files must not call each other in a cycle (object check):
+# each file then reads as using only the ones below it.
+acyclic=${TIO_LAYERS_ACYCLIC-dev io}
 # Public headers (lib/include/tensorio/NAME.h) that are not the FFI core's.
 declare -A public=(
 	[batch]=dev [buffer]=dev [context]=dev [stream]=dev [pinned]=dev
@@ -113,5 +118,17 @@ if [ -n "$obj" ]; then
 	done < <(objects | while read -r o; do
 		nm -u "$obj/$o" | awk -v o="$o" '{ print $2, o }'
 	done | sort | join - <(echo "$defs"))
+
+	# Inside the layers in $acyclic, no files call each other in a cycle
+	# (dev/: table <- backends <- context <- objects <- calls <- batches).
+	for l in $acyclic; do
+		loop=$(objects | { grep "^$l/" || true; } | while read -r o; do
+			nm -u "$obj/$o" | awk -v o="$o" '{ print $2, o }'
+		done | sort | join - <(awk -v l="$l/" 'index($2, l) == 1' <<<"$defs") |
+			awk '$2 != $3 { print $2, $3 }' | sort -u |
+			{ tsort 2>&1 >/dev/null || true; } |
+			sed -n 's/^tsort: \(.*\.o\)$/\1/p' | awk '!seen[$0]++' | paste -sd' ')
+		[ -z "$loop" ] || complain "$l/: files call each other in a cycle: $loop"
+	done
 fi
 [ $bad = 0 ]

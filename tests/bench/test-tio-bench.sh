@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # tio-bench's command line: baselines on a fresh tree, paths checked before
-# anything runs, faults that name the path, the JSON header, two identical
-# --fast runs comparing clean. TAP output. (No timing is asserted.)
+# anything runs, faults that name the path, the JSON header (--fast, its
+# sample count, the reference loop), a --fast comparison that judges and
+# scales by the reference loop. TAP output. (No timing is asserted: the
+# comparison logic itself is tested with synthetic samples in
+# test_bench_stats.c.)
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bench=$top/build/bench/tio-bench
 tmp=$(mktemp -d)
@@ -13,15 +16,27 @@ one=(--fast --suite ffi --case breakdown/c-indirect-call)
 echo "TAP version 13"
 t "--save-baseline creates its directory on a fresh tree" 0 "baseline saved: $TIO_BENCH_BASELINES/b1.json" \
 	"$bench" "${one[@]}" --save-baseline b1
-t "the JSON header records --fast and the repeats it took; rows their sample count (jq)" 0 true \
-	jq -e '.header.fast == true and .header.repeats == 3 and .results[0].n == 3 and
-	       (.results[0].samples | length) == 3' "$TIO_BENCH_BASELINES/b1.json"
+t "the JSON header records --fast, the repeats and sample length it took; rows their sample count (jq)" 0 true \
+	jq -e '.header.fast == true and .header.repeats == 10 and .header.min_samples == 5 and
+	       .header.sample_target == 100000 and .results[0].n == 10 and
+	       (.results[0].samples | length) == 10' "$TIO_BENCH_BASELINES/b1.json"
+t "the JSON header records the reference loop: 3 samples before the case and 3 after (jq)" 0 true \
+	jq -e '.header.reference.iters == 262144 and .header.reference.n == 6 and
+	       (.header.reference.samples | length) == 6 and .header.reference.median > 0' \
+	"$TIO_BENCH_BASELINES/b1.json"
 t "--repeat N is recorded as N; no p99 in the JSON from fewer than 100 samples (jq)" 0 true \
 	bash -c "'$bench' ${one[*]} --repeat 5 --json '$tmp/r5.json' >/dev/null &&
 		 jq -e '.header.repeats == 5 and .results[0].n == 5 and .results[0].p99 == null' '$tmp/r5.json'"
-t "two back-to-back --fast runs compare clean (too few samples to fail)" 0 \
-	"baseline: 1 same or faster, 0 warnings, 0 failures" "$bench" "${one[@]}" --baseline b1
-t "... and say why they are not judged" 0 "too few to tell from noise" "$bench" "${one[@]}" --baseline b1
+t "a --fast run against itself compares clean, and is judged (a 95% interval)" 0 \
+	"ok   ffi/breakdown/c-indirect-call: .* 95% CI" \
+	"$bench" --load "$TIO_BENCH_BASELINES/b1.json" --baseline b1
+t "... at scale 1 (the same reference loop)" 0 "scale 1.000" \
+	"$bench" --load "$TIO_BENCH_BASELINES/b1.json" --baseline b1
+t "a second --fast run is judged and shows the reference loop's scale (verdict not asserted)" 0 "judged" \
+	bash -c "out=\$('$bench' ${one[*]} --baseline b1); grep -q 'reference loop (262144 multiply-adds.*scale [0-9.]*' <<<\"\$out\" &&
+		 grep -q 'c-indirect-call: .* 95% CI' <<<\"\$out\" && echo judged"
+t "--repeat 3: rows still reported, as too few to tell from noise" 0 \
+	"c-indirect-call: .*10 and 3 samples: too few to tell from noise" "$bench" "${one[@]}" --repeat 3 --baseline b1
 t "a missing baseline names the path and the fault, before running" 2 \
 	"baseline nope: $TIO_BENCH_BASELINES/nope.json: no such file" "$bench" "${one[@]}" --baseline nope
 echo '{"results": ' >"$TIO_BENCH_BASELINES/bad.json"
@@ -35,7 +50,7 @@ t "nothing ran before a path fault" 0 "refused before running" bash -c \
 	 echo 'refused before running'"
 t "an unwritable --json directory is refused before running" 2 "--json $tmp/none/x.json: cannot write in $tmp/none" \
 	"$bench" "${one[@]}" --json "$tmp/none/x.json"
-t "rows show the sample count and no p99 from 3 samples" 0 "c-indirect-call .* 3          - " \
+t "rows show the sample count and no p99 from 10 samples" 0 "c-indirect-call .* 10          - " \
 	"$bench" "${one[@]}"
 # Suite cmd has one row per command of the library's table, each with a recipe.
 t "suite cmd: a row for every command tioctl lists" 0 "^same$" bash -c \

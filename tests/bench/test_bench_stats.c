@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "bench.h"
 
 #include "kselftest_harness.h"
@@ -146,7 +148,7 @@ TEST_F(baseline, regression_of_12_percent_fails)
 
 	fake(&cur[0], "info/ioctl", 1120, s[0]);
 	fake(&cur[1], "info/uring/b64", 400, s[1]);
-	EXPECT_EQ(BENCH_FAIL, bench_baseline_compare(self->path, cur, 2, NULL));
+	EXPECT_EQ(BENCH_FAIL, bench_baseline_compare(self->path, NULL, cur, 2, NULL));
 }
 
 TEST_F(baseline, regression_of_4_percent_passes)
@@ -156,7 +158,7 @@ TEST_F(baseline, regression_of_4_percent_passes)
 
 	fake(&cur[0], "info/ioctl", 1040, s[0]);
 	fake(&cur[1], "info/uring/b64", 416, s[1]);
-	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 2, NULL));
+	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, NULL, cur, 2, NULL));
 }
 
 TEST_F(baseline, regression_of_7_percent_warns)
@@ -165,7 +167,7 @@ TEST_F(baseline, regression_of_7_percent_warns)
 	double s[1][NS];
 
 	fake(&cur[0], "info/uring/b64", 428, s[0]);
-	EXPECT_EQ(BENCH_WARN, bench_baseline_compare(self->path, cur, 1, NULL));
+	EXPECT_EQ(BENCH_WARN, bench_baseline_compare(self->path, NULL, cur, 1, NULL));
 }
 
 TEST_F(baseline, other_unit_or_new_case_is_not_compared)
@@ -176,7 +178,7 @@ TEST_F(baseline, other_unit_or_new_case_is_not_compared)
 	fake(&cur[0], "info/ioctl", 5000, s[0]);
 	cur[0].unit = BENCH_NS;
 	fake(&cur[1], "info/brand-new", 1, s[1]);
-	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 2, NULL));
+	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, NULL, cur, 2, NULL));
 }
 
 /* --fast: 3 samples a side cannot tell a change from noise. */
@@ -187,7 +189,7 @@ TEST_F(baseline, too_few_samples_never_warn_or_fail)
 
 	fake(&cur[0], "info/ioctl", 1250, s[0]);
 	cur[0].st.n = 3;
-	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, cur, 1, NULL));
+	EXPECT_EQ(BENCH_SAME, bench_baseline_compare(self->path, NULL, cur, 1, NULL));
 }
 
 TEST(compare_noise_is_not_a_change)
@@ -197,7 +199,7 @@ TEST(compare_noise_is_not_a_change)
 	double cur[] = { 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5 };
 	struct bench_cmp c;
 
-	EXPECT_EQ(BENCH_SAME, bench_compare(base, 9, cur, 9, &c));
+	EXPECT_EQ(BENCH_SAME, bench_compare(base, 9, cur, 9, NULL, &c));
 	EXPECT_TRUE(NEAR(c.pct, 50));
 	EXPECT_TRUE(c.lo <= 0);
 	EXPECT_TRUE(c.noise);
@@ -210,14 +212,14 @@ TEST(compare_a_real_shift_fails_with_its_interval)
 	double cur[] = { 12.0, 12.1, 11.9, 12.0, 12.2, 11.8, 12.0 };
 	struct bench_cmp c, c2;
 
-	EXPECT_EQ(BENCH_FAIL, bench_compare(base, 7, cur, 7, &c));
+	EXPECT_EQ(BENCH_FAIL, bench_compare(base, 7, cur, 7, NULL, &c));
 	EXPECT_TRUE(NEAR(c.pct, 20));
 	EXPECT_TRUE(c.lo > 10 && c.hi < 30);
 	/* Repeatable: the resampling has a fixed seed. */
-	bench_compare(base, 7, cur, 7, &c2);
+	bench_compare(base, 7, cur, 7, NULL, &c2);
 	EXPECT_TRUE(NEAR(c.lo, c2.lo) && NEAR(c.hi, c2.hi));
 	/* Faster is never a regression. */
-	EXPECT_EQ(BENCH_SAME, bench_compare(cur, 7, base, 7, &c));
+	EXPECT_EQ(BENCH_SAME, bench_compare(cur, 7, base, 7, NULL, &c));
 }
 
 TEST_F(baseline, saved_run_loads_back)
@@ -249,14 +251,14 @@ TEST(baseline_missing_or_garbage_file_is_an_error)
 	int fd;
 
 	fake(&cur[0], "info/ioctl", 1, s[0]);
-	EXPECT_GT(0, bench_baseline_compare("/nonexistent/x.json", cur, 1, NULL));
+	EXPECT_GT(0, bench_baseline_compare("/nonexistent/x.json", NULL, cur, 1, NULL));
 	fd = mkstemp(path);
 	ASSERT_LE(0, fd);
 	f = fdopen(fd, "w");
 	ASSERT_NE(NULL, f);
 	fputs("{\"results\": 3}", f);
 	fclose(f);
-	EXPECT_EQ(-EINVAL, bench_baseline_compare(path, cur, 1, NULL));
+	EXPECT_EQ(-EINVAL, bench_baseline_compare(path, NULL, cur, 1, NULL));
 	EXPECT_EQ(-EINVAL, bench_load_json(path, &h, &r, &n));
 	EXPECT_EQ(NULL, r);
 	unlink(path);
@@ -272,6 +274,246 @@ TEST(baseline_names_and_paths)
 	ASSERT_EQ(0, bench_baseline_path("/tmp/x.json", buf, sizeof(buf)));
 	EXPECT_STREQ("/tmp/x.json", buf);
 	EXPECT_EQ(-ENAMETOOLONG, bench_baseline_path("main", buf, 8));
+}
+
+/*
+ * Machine drift: synthetic runs with a reference loop, compared through a
+ * saved baseline. No timing is taken; every figure is made up here.
+ */
+#define DN 12
+
+/* @n samples around @median, spread +-@jit (fraction) in a fixed pattern. */
+static void spread(double *v, size_t n, double median, double jit, size_t rot)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = median * (1 + jit * ((double)((i + rot) % n) /
+					    (double)(n - 1) * 2 - 1));
+}
+
+struct drift_run {
+	struct bench_header h;
+	struct bench_result r[3];
+	double s[3][DN], ref[DN];
+};
+
+/* Three cases (one of 1.2 ns that jitters by 20 %), times @f, case @slow
+ * times @sf more; the reference loop times @rf. @rot reorders samples. */
+static void drift_run(struct drift_run *d, double f, int slow, double sf,
+		      double rf, size_t rot)
+{
+	static const char *const names[] = { "a/ioctl", "b/uring", "c/tiny" };
+	static const double med[] = { 1000, 400, 1.2 }, jit[] = { 0.02, 0.02, 0.2 };
+	int i;
+
+	memset(d, 0, sizeof(*d));
+	d->h.unit = BENCH_NS;
+	d->h.fast = 1;
+	d->h.repeats = DN;
+	d->h.sample_target = BENCH_FAST_SAMPLE;
+	d->h.ref_iters = BENCH_REF_ITERS;
+	spread(d->ref, DN, 1.3 * rf, 0.01, rot);
+	d->h.ref = d->ref;
+	d->h.ref_n = DN;
+	for (i = 0; i < 3; i++) {
+		struct bench_result *r = &d->r[i];
+		double m = med[i] * f * (i == slow ? sf : 1), tmp[DN];
+
+		spread(d->s[i], DN, m, jit[i], rot);
+		r->suite = "overhead";
+		r->name = (char *)names[i];
+		r->status = BENCH_OK;
+		r->unit = BENCH_NS;
+		r->iters = 1;
+		r->ops_per_iter = 1;
+		r->samples = d->s[i];
+		memcpy(tmp, d->s[i], sizeof(tmp));
+		bench_stats_compute(tmp, DN, &r->st);
+	}
+}
+
+/* Compare @cur with @base saved as JSON; the report lines into @out. */
+static int drift_compare(struct drift_run *base, struct drift_run *cur,
+			 int with_ref, char **out)
+{
+	char path[] = "/tmp/tio-bench-drift-XXXXXX.json";
+	size_t len;
+	FILE *f;
+	int fd, v;
+
+	fd = mkstemps(path, 5);
+	if (fd < 0)
+		return -100;
+	close(fd);
+	if (bench_write_json(path, &base->h, base->r, 3)) {
+		unlink(path);
+		return -101;
+	}
+	f = open_memstream(out, &len);
+	if (!f) {
+		unlink(path);
+		return -102;
+	}
+	v = bench_baseline_compare(path, with_ref ? &cur->h : NULL, cur->r, 3, f);
+	fclose(f);
+	unlink(path);
+	return v;
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay++;
+	}
+	return n;
+}
+
+TEST(drift_identical_distributions_compare_clean)
+{
+	struct drift_run base, cur;
+	char *out = NULL;
+
+	drift_run(&base, 1, -1, 1, 1, 0);
+	drift_run(&cur, 1, -1, 1, 1, 5);	/* same values, another order */
+	EXPECT_EQ(BENCH_SAME, drift_compare(&base, &cur, 1, &out));
+	ASSERT_NE(NULL, out);
+	EXPECT_EQ(0, count(out, "WARN ") + count(out, "FAIL "));
+	EXPECT_NE(NULL, strstr(out, "3 same or faster, 0 warnings, 0 failures"));
+	EXPECT_NE(NULL, strstr(out, "scale 1.000"));
+	EXPECT_EQ(NULL, strstr(out, "too few"));
+	free(out);
+}
+
+TEST(drift_uniform_3x_slowdown_with_the_reference_is_clean)
+{
+	struct drift_run base, cur;
+	char *out = NULL;
+
+	drift_run(&base, 1, -1, 1, 1, 0);
+	drift_run(&cur, 3, -1, 1, 3, 3);
+	EXPECT_EQ(BENCH_SAME, drift_compare(&base, &cur, 1, &out));
+	ASSERT_NE(NULL, out);
+	EXPECT_EQ(0, count(out, "WARN ") + count(out, "FAIL "));
+	EXPECT_NE(NULL, strstr(out, "scale 3.000: this run's figures are divided by it"));
+	EXPECT_NE(NULL, strstr(out, "/ scale 3.000 = "));
+	free(out);
+	/* Without this run's reference nothing is scaled: all three fail. */
+	EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 0, &out));
+	ASSERT_NE(NULL, out);
+	EXPECT_EQ(3, count(out, "FAIL "));
+	EXPECT_NE(NULL, strstr(out, "missing in the current run: figures not scaled"));
+	free(out);
+}
+
+TEST(drift_one_case_30_percent_slower_fails_alone)
+{
+	struct drift_run base, cur;
+	char *out = NULL;
+
+	drift_run(&base, 1, -1, 1, 1, 0);
+	drift_run(&cur, 1, 1, 1.3, 1, 2);
+	EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 1, &out));
+	ASSERT_NE(NULL, out);
+	EXPECT_EQ(1, count(out, "FAIL "));
+	EXPECT_NE(NULL, strstr(out, "FAIL overhead/b/uring: 400 -> 520 ns/op"));
+	EXPECT_NE(NULL, strstr(out, "2 same or faster, 0 warnings, 1 failures"));
+	free(out);
+	/* ... and still fails when the whole machine is also 3x slower. */
+	drift_run(&cur, 3, 1, 1.3, 3, 2);
+	EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 1, &out));
+	ASSERT_NE(NULL, out);
+	EXPECT_EQ(1, count(out, "FAIL "));
+	EXPECT_NE(NULL, strstr(out, "FAIL overhead/b/uring: "));
+	free(out);
+}
+
+TEST(drift_too_few_samples_are_reported_not_judged)
+{
+	struct drift_run base, cur;
+	char *out = NULL;
+
+	drift_run(&base, 1, -1, 1, 1, 0);
+	drift_run(&cur, 1, 0, 1.5, 1, 0);
+	cur.r[0].st.n = BENCH_MIN_SAMPLES - 1;
+	EXPECT_EQ(BENCH_SAME, drift_compare(&base, &cur, 1, &out));
+	ASSERT_NE(NULL, out);
+	EXPECT_NE(NULL, strstr(out, "ok   overhead/a/ioctl: 1000 -> "));
+	EXPECT_NE(NULL, strstr(out, "12 and 4 samples: too few to tell from noise"));
+	free(out);
+}
+
+/* The machine varied within the run: a change no larger is not judged. */
+TEST(drift_noise_of_the_reference_is_taken_off)
+{
+	double base[] = { 10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 10.0 };
+	double cur[] = { 12.0, 12.1, 11.9, 12.0, 12.2, 11.8, 12.0 };
+	struct bench_drift quiet = { .scale = 1, .noise = 1 };
+	struct bench_drift busy = { .scale = 1, .noise = 30 };
+	double ref[] = { 1, 1, 1.5, 2, 1, 1, 2, 1.5 };
+	struct bench_cmp c;
+
+	EXPECT_EQ(BENCH_FAIL, bench_compare(base, 7, cur, 7, &quiet, &c));
+	EXPECT_EQ(BENCH_SAME, bench_compare(base, 7, cur, 7, &busy, &c));
+	EXPECT_TRUE(c.noise);
+	/* sorted 1 1 1 1 1.5 1.5 2 2: p25 (rank 1.75) 1, p75 (rank 5.25)
+	 * 1.625, median 1.25: 0.625 / 1.25 */
+	EXPECT_TRUE(NEAR(bench_ref_noise(ref, 8), 50));
+	EXPECT_TRUE(NEAR(bench_ref_noise(ref, 3), 0));
+	EXPECT_TRUE(NEAR(bench_ref_scale(ref, 8, ref, 8), 1));
+	EXPECT_TRUE(NEAR(bench_ref_scale(ref, 0, ref, 8), 0));
+}
+
+TEST(json_header_records_fast_repeats_samples_and_reference)
+{
+	char path[] = "/tmp/tio-bench-hdr-XXXXXX.json";
+	struct json_object *root, *hdr, *ref, *v;
+	struct bench_result *r = NULL;
+	struct drift_run run;
+	struct bench_header h;
+	size_t n = 0;
+	int fd;
+
+	drift_run(&run, 1, -1, 1, 1, 0);
+	fd = mkstemps(path, 5);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, bench_write_json(path, &run.h, run.r, 3));
+	root = json_object_from_file(path);
+	ASSERT_NE(NULL, root);
+	ASSERT_TRUE(json_object_object_get_ex(root, "header", &hdr));
+	ASSERT_TRUE(json_object_object_get_ex(hdr, "fast", &v));
+	EXPECT_TRUE(json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v));
+	ASSERT_TRUE(json_object_object_get_ex(hdr, "repeats", &v));
+	EXPECT_EQ(DN, json_object_get_int(v));
+	ASSERT_TRUE(json_object_object_get_ex(hdr, "min_samples", &v));
+	EXPECT_EQ(BENCH_MIN_SAMPLES, json_object_get_int(v));
+	ASSERT_TRUE(json_object_object_get_ex(hdr, "sample_target", &v));
+	EXPECT_TRUE(NEAR(json_object_get_double(v), BENCH_FAST_SAMPLE));
+	ASSERT_TRUE(json_object_object_get_ex(hdr, "reference", &ref));
+	ASSERT_TRUE(json_object_object_get_ex(ref, "iters", &v));
+	EXPECT_EQ(BENCH_REF_ITERS, json_object_get_int64(v));
+	ASSERT_TRUE(json_object_object_get_ex(ref, "n", &v));
+	EXPECT_EQ(DN, json_object_get_int(v));
+	ASSERT_TRUE(json_object_object_get_ex(ref, "median", &v));
+	EXPECT_TRUE(fabs(json_object_get_double(v) - 1.3) < 1e-6);
+	ASSERT_TRUE(json_object_object_get_ex(ref, "samples", &v));
+	EXPECT_EQ(DN, json_object_array_length(v));
+	json_object_put(root);
+	/* ... and read back. */
+	ASSERT_EQ(0, bench_load_json(path, &h, &r, &n));
+	EXPECT_EQ(1, h.fast);
+	EXPECT_EQ(DN, h.repeats);
+	EXPECT_EQ(BENCH_REF_ITERS, h.ref_iters);
+	ASSERT_EQ(DN, h.ref_n);
+	EXPECT_TRUE(NEAR(h.ref[0], run.ref[0]));
+	bench_results_free(r, n);
+	bench_header_free(&h);
+	EXPECT_EQ(NULL, h.ref);
+	unlink(path);
 }
 
 TEST_HARNESS_MAIN

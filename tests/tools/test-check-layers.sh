@@ -23,7 +23,7 @@ copy() {
 	rm -rf "$tmp/src" && cp -r "$top/lib/src" "$tmp/src"
 }
 echo "TAP version 13"
-echo "1..9"
+echo "1..11"
 t "lib/src and build/lib/obj keep their layers" 0 "" "$check" "$top/lib/src" "$top/build/lib/obj"
 copy
 sed -i '0,/#include/s|#include|#include "dev/dev_internal.h"\n#include|' "$tmp/src/ffi/any.c"
@@ -67,3 +67,15 @@ mkdir -p "$tmp/obj2"
 cp "$tmp/obj/ffi/f.o" "$tmp/obj2/f.o"
 t "a stale object without its source is ignored" 0 "" \
 	"$check" "$tmp/src" "$tmp/obj2"
+# A call cycle between two files of dev/ (a.c calls b.c, b.c calls a.c).
+mkdir -p "$tmp/obj3/dev"
+echo 'int tio_b(void); int tio_a(int x) { return x ? tio_b() : 0; }' |
+	cc -x c -c -o "$tmp/obj3/dev/a.o" -
+echo 'int tio_a(int); int tio_b(void) { return tio_a(0); }' | cc -x c -c -o "$tmp/obj3/dev/b.o" -
+copy
+: >"$tmp/src/dev/a.c"
+: >"$tmp/src/dev/b.c"
+t "two dev/ files calling each other fail, naming both" 1 \
+	"dev/: files call each other in a cycle: dev/a.o dev/b.o" "$check" "$tmp/src" "$tmp/obj3"
+t "... unless dev/ is not among the acyclic layers" 0 "" \
+	env TIO_LAYERS_ACYCLIC=io "$check" "$tmp/src" "$tmp/obj3"

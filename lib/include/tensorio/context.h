@@ -37,6 +37,8 @@ typedef DLDevice tio_device_t;
 /**
  * tio_init() - create the process' context now (otherwise done on first use)
  *
+ * Also registers the tio.* FFI globals (tio_device_register_globals()).
+ *
  * Return: 0, or -1 with an error raised (e.g. a forced backend unusable).
  */
 TIO_API int tio_init(void);
@@ -130,8 +132,10 @@ TIO_API int64_t tio_debug_live_handles(void);
  * tio_device_register_globals() - register the tio.* global functions
  * (tio.buffer.alloc, tio.fence.signal, ...) in the FFI registry
  *
- * Done on the first use of the device API; a program that drives the
- * device through the FFI alone calls this (or tio_init()) once first.
+ * Done by tio_init(); a program that looks the globals up calls this (or
+ * tio_init()) once first. Not done when the library loads, nor by the
+ * first buffer or stream, so that a program using only the FFI core or
+ * only the C API sees no extra globals.
  *
  * Return: 0.
  */

@@ -72,6 +72,35 @@ int tio_buffer_wrap(struct tio_ctx *ctx, uint32_t handle, uint32_t kind,
 	return 0;
 }
 
+/**
+ * tio_buffer_from_payload() - the object for a buffer a command just made
+ * @ctx: the context
+ * @cmd: the command (BUF_ALLOC, BUF_PIN_USER, BUF_IMPORT): its row says
+ *	where the handle, size, mmap offset and user address are
+ * @p: its completed payload
+ * @out: the object, owning the handle
+ *
+ * Return: 0, or -1 with an error raised (the handle is freed then).
+ */
+int tio_buffer_from_payload(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
+			    const void *p, tio_buffer_t **out)
+{
+	const struct tio_cmd_buf_ret *r = &cmd->buf;
+	uint64_t size, mmap_offset, pg = ctx->page_size, a = 0;
+	uint32_t handle;
+
+	memcpy(&handle, (const char *)p + cmd->ret_offset, sizeof(handle));
+	memcpy(&size, (const char *)p + r->size, sizeof(size));
+	memcpy(&mmap_offset, (const char *)p + r->mmap_offset, sizeof(mmap_offset));
+	/* An allocation is whole pages; the driver reports the size asked. */
+	if (r->kind == TIO_BUF_KIND_ALLOC)
+		size = (size + pg - 1) & ~(pg - 1);
+	if (r->kind == TIO_BUF_KIND_USER)
+		memcpy(&a, (const char *)p + r->addr, sizeof(a));
+	return tio_buffer_wrap(ctx, handle, r->kind, size, mmap_offset,
+			       (void *)(uintptr_t)a, out);
+}
+
 /* Run a command whose result is a new buffer, from its @n arguments @v. */
 static inline __attribute__((always_inline)) int
 tio_buffer_new(enum tio_cmd_id id, const int64_t *v, int32_t n,
@@ -80,14 +109,11 @@ tio_buffer_new(enum tio_cmd_id id, const int64_t *v, int32_t n,
 	const struct tio_cmd_desc *cmd = &tio_cmds[id];
 	struct tio_ctx *ctx = tio_ctx_get();
 	struct tio_cmd c;
-	tio_any_t ret;
 
 	if (TIO_UNLIKELY(!ctx) || tio_cmd_fill(cmd, c.payload.bytes, v, n) ||
-	    tio_exec(ctx, cmd, c.payload.bytes) ||
-	    cmd->decode(ctx, cmd, c.payload.bytes, &ret))
+	    tio_exec(ctx, cmd, c.payload.bytes))
 		return -1;
-	*out = (tio_buffer_t *)ret.v_obj;
-	return 0;
+	return tio_buffer_from_payload(ctx, cmd, c.payload.bytes, out);
 }
 
 int tio_buffer_alloc(size_t size, const struct tio_desc *desc,

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The command table (cmd_table.h): one row per driver command, and what
- * is driven from it: encoding FFI arguments into a payload, decoding a
- * result, the FFI globals (tio.buffer.alloc, tio.fence.signal, ...) and
- * the FFI types tio.Buffer and tio.Stream they take and return.
+ * The command table (cmd_table.h): one row per driver command, what is
+ * read from it alone (names, sizes, argument checks and encoding, the
+ * public tio_command_info()), and the FFI types tio.Buffer and tio.Stream
+ * the rows take. It calls nothing else in dev/ but errno.c: running a
+ * row and decoding its result is call.c's, above the objects.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -85,50 +86,6 @@ int32_t tio_stream_type_index(void)
 	return tio_dev_type(&tio_dev_types.stream, "tio.Stream");
 }
 
-/* Decoding: the commands that create an object. */
-static uint64_t tio_cmd_u64(const void *p, uint16_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, (const char *)p + off, sizeof(v));
-	return v;
-}
-
-/* BUF_ALLOC, BUF_PIN_USER, BUF_IMPORT: the row says where the fields are. */
-static int dec_buffer(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
-		      const void *p, tio_any_t *ret)
-{
-	const struct tio_cmd_buf_ret *r = &cmd->buf;
-	uint64_t size = tio_cmd_u64(p, r->size), pg = ctx->page_size;
-	void *addr = NULL;
-	uint32_t handle;
-	tio_buffer_t *buf;
-
-	memcpy(&handle, (const char *)p + cmd->ret_offset, sizeof(handle));
-	/* An allocation is whole pages; the driver reports the size asked. */
-	if (r->kind == TIO_BUF_KIND_ALLOC)
-		size = (size + pg - 1) & ~(pg - 1);
-	if (r->kind == TIO_BUF_KIND_USER)
-		addr = (void *)(uintptr_t)tio_cmd_u64(p, r->addr);
-	if (tio_buffer_wrap(ctx, handle, r->kind, size, tio_cmd_u64(p, r->mmap_offset),
-			    addr, &buf))
-		return -1;
-	*ret = tio_any_object(&buf->header);
-	return 0;
-}
-
-static int dec_stream_create(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
-			     const void *p, tio_any_t *ret)
-{
-	tio_stream_t *s;
-
-	(void)cmd;
-	if (tio_stream_wrap(ctx, p, &s))
-		return -1;
-	*ret = tio_any_object(&s->header);
-	return 0;
-}
-
 /* Row helpers: an argument stored in field @f of payload struct @s. */
 #define FIELD(s, f) sizeof(((struct s *)0)->f), offsetof(struct s, f)
 #define A_INT(n, s, f, d, l, h) { n, TIO_ARG_INT, FIELD(s, f), d, l, h, NULL }
@@ -141,8 +98,7 @@ static int dec_stream_create(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd
 #define A_STREAM(s, f) { "stream", TIO_ARG_STREAM, FIELD(s, f), 0, 0, 0, NULL }
 #define R_INT(s, f) .ret = TIO_RET_INT, .ret_width = sizeof(((struct s *)0)->f), \
 	.ret_offset = offsetof(struct s, f)
-#define R_OBJ(fn) .ret = TIO_RET_OBJECT, .decode = fn
-#define R_BUF(s, k, addr_) R_OBJ(dec_buffer), .ret_offset = offsetof(struct s, handle), \
+#define R_BUF(s, k, addr_) .ret = TIO_RET_BUFFER, .ret_offset = offsetof(struct s, handle), \
 	.buf = { k, offsetof(struct s, size), offsetof(struct s, mmap_offset), addr_ }
 #define WAITS(s) .flags = TIO_CMD_F_WAIT | TIO_CMD_F_SIGNED, \
 	.timeout_offset = offsetof(struct s, timeout_ns)
@@ -194,7 +150,7 @@ const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT] = {
 		R_INT(tio_buf_wait, status), WAITS(tio_buf_wait) },
 	[TIO_CMD_STREAM_CREATE] = { TIO_IOC_STREAM_CREATE, "STREAM_CREATE",
 		"tio.stream.create", 0, { { 0 } },
-		R_OBJ(dec_stream_create) },
+		.ret = TIO_RET_STREAM },
 	[TIO_CMD_STREAM_DESTROY] = { TIO_IOC_STREAM_DESTROY, "STREAM_DESTROY", NULL, 1, {
 		A_U32("handle", tio_handle_op, handle, 0) } },
 	[TIO_CMD_FENCE_EMIT] = { TIO_IOC_FENCE_EMIT, "FENCE_EMIT", "tio.fence.emit", 1, {
@@ -371,169 +327,5 @@ int tio_cmd_encode(const struct tio_cmd_desc *cmd, const tio_any_t *args,
 	}
 	for (; i < TIO_CMD_MAX_ARGS && a->kind; i++, a++)
 		tio_cmd_store(payload, a, (uint64_t)a->dflt);
-	return 0;
-}
-
-/**
- * tio_cmd_decode() - the FFI value of a completed command
- * @ctx: the context
- * @cmd: the command
- * @payload: its payload, outputs written back
- * @ret: the value (owned): a new Buffer or Stream for the commands that
- *	create one (which then owns the handle), an int for those that
- *	produce one, None otherwise
- *
- * Return: 0, or -1 with an error raised (the handle is freed then).
- */
-int tio_cmd_decode(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
-		   const void *payload, tio_any_t *ret)
-{
-	const char *f = (const char *)payload + cmd->ret_offset;
-	uint64_t u64;
-	uint32_t u32;
-
-	switch (cmd->ret) {
-	case TIO_RET_OBJECT:
-		return cmd->decode(ctx, cmd, payload, ret);
-	case TIO_RET_INT:
-		if (cmd->ret_width == 8) {
-			memcpy(&u64, f, 8);
-			*ret = tio_any_int((int64_t)u64);
-		} else {
-			memcpy(&u32, f, 4);
-			*ret = tio_any_int(cmd->flags & TIO_CMD_F_SIGNED ?
-					   (int64_t)(int32_t)u32 : (int64_t)u32);
-		}
-		return 0;
-	default:
-		*ret = tio_any_none();
-		return 0;
-	}
-}
-
-/*
- * The safe call of every command's FFI global (self is its row): encode,
- * run and decode one command.
- */
-static int tio_cmd_call(void *self, const tio_any_t *args, int32_t nargs,
-			tio_any_t *ret)
-{
-	const struct tio_cmd_desc *cmd = self;
-	tio_object_t *keep[2] = { NULL, NULL };
-	struct tio_ctx *ctx = tio_ctx_get();
-	struct tio_cmd c;
-
-	*ret = tio_any_none();
-	if (TIO_UNLIKELY(!ctx))
-		return -1;
-	memset(c.payload.bytes, 0, TIO_CMD_PAYLOAD);
-	if (tio_cmd_encode(cmd, args, nargs, c.payload.bytes, keep) ||
-	    tio_exec(ctx, cmd, c.payload.bytes))
-		return -1;
-	return tio_cmd_decode(ctx, cmd, c.payload.bytes, ret);
-}
-
-/**
- * tio_cmd_of_func() - the command behind a Function, if it is one's global
- * @func: a Function
- *
- * Return: the row, or NULL for any other function.
- */
-const struct tio_cmd_desc *tio_cmd_of_func(tio_object_t *func)
-{
-	const tio_func_obj_t *f = (const tio_func_obj_t *)func;
-
-	return f->call == tio_cmd_call ? f->self : NULL;
-}
-
-/* Plain userspace functions. */
-static int fn_signalled(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
-{
-	tio_object_t *o;
-	const volatile uint64_t *w;
-
-	(void)self;
-	if (nargs != 1 || tio_any_to_object(&args[0], tio_stream_type_index(), &o))
-		return tio_raise_errno(EINVAL, "tio.stream.signalled takes one tio.Stream");
-	w = tio_stream_seqno_word((tio_stream_t *)o);
-	if (!w)
-		return -1;
-	*ret = tio_any_int((int64_t)__atomic_load_n(w, __ATOMIC_ACQUIRE));
-	return 0;
-}
-
-static int fn_backend(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
-{
-	const char *name;
-
-	(void)self; (void)args;
-	if (nargs)
-		return tio_raise_errno(EINVAL, "tio.backend takes no arguments");
-	name = tio_backend_name();
-	if (!name)
-		return -1;
-	return tio_str_from_cstr(name, ret);
-}
-
-static int fn_tensor(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
-{
-	tio_object_t *o, *t;
-
-	(void)self;
-	if (nargs != 1 || tio_any_to_object(&args[0], tio_buffer_type_index(), &o))
-		return tio_raise_errno(EINVAL, "tio.buffer.tensor takes one tio.Buffer");
-	if (tio_buffer_tensor((tio_buffer_t *)o, NULL, &t))
-		return -1;
-	*ret = tio_any_object(t);
-	return 0;
-}
-
-static const struct {
-	const char *name;
-	tio_safe_call_t call;
-} user_fns[] = {
-	{ "tio.stream.signalled", fn_signalled },
-	{ "tio.backend", fn_backend },
-	{ "tio.buffer.tensor", fn_tensor },
-};
-
-static int tio_register_one(const char *name, tio_safe_call_t call, void *self)
-{
-	tio_object_t *f;
-	int ret;
-
-	if (tio_func_new(call, self, NULL, &f))
-		return -1;
-	ret = tio_func_set_global(name, f, 1);
-	tio_object_decref(f);
-	return ret;
-}
-
-static pthread_once_t tio_dev_functions_once = PTHREAD_ONCE_INIT;
-
-static void tio_dev_functions_init(void)
-{
-	size_t i;
-
-	for (i = 0; i < TIO_CMD_COUNT; i++)
-		if (tio_cmds[i].global)
-			tio_register_one(tio_cmds[i].global, tio_cmd_call, (void *)&tio_cmds[i]);
-	for (i = 0; i < sizeof(user_fns) / sizeof(user_fns[0]); i++)
-		tio_register_one(user_fns[i].name, user_fns[i].call, NULL);
-	tio_error_clear();
-}
-
-/**
- * tio_device_register_globals() - register the tio.* global functions
- *
- * Done once per process, on the first call of this function or the first
- * use of the device API (tio_init()). Not done when the library loads, so
- * that a program using only the FFI core sees no extra globals.
- *
- * Return: 0.
- */
-int tio_device_register_globals(void)
-{
-	pthread_once(&tio_dev_functions_once, tio_dev_functions_init);
 	return 0;
 }

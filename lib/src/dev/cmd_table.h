@@ -84,7 +84,8 @@ struct tio_cmd_arg {
 enum tio_ret_kind {
 	TIO_RET_NONE,		/* None */
 	TIO_RET_INT,		/* the payload field at ret_offset, ret_width bytes */
-	TIO_RET_OBJECT,		/* a new tio.Buffer or tio.Stream: @decode */
+	TIO_RET_BUFFER,		/* a new tio.Buffer: @buf says where its fields are */
+	TIO_RET_STREAM,		/* a new tio.Stream from the STREAM_CREATE payload */
 };
 
 /* Row flags. */
@@ -118,15 +119,15 @@ struct tio_cmd_buf_ret {
  * @nreq: how many of @args a caller must pass
  * @args: the arguments in order, TIO_ARG_FIXED ones last
  * @ret: enum tio_ret_kind
- * @ret_offset: TIO_RET_INT: the result's payload offset; a buffer's
- *	TIO_RET_OBJECT: its handle's
+ * @ret_offset: TIO_RET_INT: the result's payload offset; TIO_RET_BUFFER:
+ *	the new handle's
  * @ret_width: TIO_RET_INT: its width in bytes
- * @buf: a buffer's TIO_RET_OBJECT: where the rest of the buffer is
+ * @buf: TIO_RET_BUFFER: where the rest of the buffer is
  * @timeout_offset: TIO_CMD_F_WAIT: the payload offset of the __s64 timeout
  * @flags: TIO_CMD_F_*
- * @decode: TIO_RET_OBJECT: wrap the new handle (which the object then
- *	owns) of the completed @payload; 0, or -1 with an error raised and
- *	the handle freed
+ *
+ * Rows are data only: the table calls nothing above it (the objects a
+ * result makes are made in call.c), so it stays at the bottom of dev/.
  */
 struct tio_cmd_desc {
 	unsigned int op;
@@ -140,8 +141,6 @@ struct tio_cmd_desc {
 	uint16_t timeout_offset;
 	unsigned int flags;
 	struct tio_cmd_buf_ret buf;
-	int (*decode)(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
-		      const void *payload, tio_any_t *ret);
 };
 
 extern const struct tio_cmd_desc tio_cmds[TIO_CMD_COUNT];
@@ -157,7 +156,7 @@ const struct tio_cmd_desc *tio_cmd_of(unsigned int op);
 int tio_cmd_encode(const struct tio_cmd_desc *cmd, const tio_any_t *args,
 		   int32_t nargs, void *payload, tio_object_t **keep);
 
-/* The FFI value of @cmd's completed @payload (owned). 0, or -1 raised. */
+/* call.c: the FFI value of @cmd's completed @payload (owned). 0, or -1 raised. */
 int tio_cmd_decode(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
 		   const void *payload, tio_any_t *ret);
 
@@ -200,7 +199,7 @@ tio_cmd_fill(const struct tio_cmd_desc *cmd, void *payload, const int64_t *v, in
 	return 0;
 }
 
-/* The row behind an FFI Function, or NULL for any other function. */
+/* call.c: the row behind an FFI Function, or NULL for any other function. */
 const struct tio_cmd_desc *tio_cmd_of_func(tio_object_t *func);
 
 #endif /* TIO_DEV_CMD_TABLE_H */

@@ -18,7 +18,6 @@
 #include <tensorio/error.h>
 
 #include "dev/dev_internal.h"
-#include "dev/pin_internal.h"
 
 static pthread_mutex_t tio_ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Written under tio_ctx_lock, read with acquire (tio_ctx_get()). */
@@ -83,8 +82,6 @@ struct tio_ctx *tio_ctx_get_slow(void)
 	if (!ctx && !tio_ctx_create(&ctx))
 		__atomic_store_n(&tio__ctx_cur, ctx, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&tio_ctx_lock);
-	if (ctx)
-		tio_device_register_globals();
 	return ctx;
 }
 
@@ -135,11 +132,6 @@ int tio_exec_failed(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
 			       ctx->ops->name, *why ? ": " : "", why);
 }
 
-int tio_init(void)
-{
-	return tio_ctx_get() ? 0 : -1;
-}
-
 int tio_backend(void)
 {
 	struct tio_ctx *ctx = tio_ctx_get();
@@ -176,6 +168,7 @@ int tio_driver_info(struct tio_driver_info *out)
 
 int tio_shutdown(void)
 {
+	void (*on_shutdown)(struct tio_ctx *ctx);
 	struct tio_ctx *ctx;
 	int64_t live;
 
@@ -190,7 +183,9 @@ int tio_shutdown(void)
 				       (long long)live);
 	}
 	__atomic_store_n(&tio__ctx_cur, NULL, __ATOMIC_RELEASE);
-	tio_pinned_trim_ctx(ctx);
+	on_shutdown = __atomic_load_n(&ctx->on_shutdown, __ATOMIC_ACQUIRE);
+	if (on_shutdown)
+		on_shutdown(ctx);
 	tio_ctx_put(ctx, TIO_CTX_HOLDER);	/* batches still holding it keep it */
 out:
 	pthread_mutex_unlock(&tio_ctx_lock);

@@ -131,6 +131,9 @@ struct tio_backend_ops {
  *	and each batch, 1 for each buffer and stream (so the low half counts
  *	the objects alive, and an object pays one atomic at each end); the
  *	last tio_ctx_put() closes the backend
+ * @on_shutdown: (atomic) what tio_shutdown() runs before it lets go of the
+ *	context, set by what keeps handles of it beyond their objects (the
+ *	pinned cache), so that the context calls nothing above it
  */
 struct tio_ctx {
 	int kind;
@@ -140,6 +143,7 @@ struct tio_ctx {
 	size_t page_size;
 	void *priv;
 	int64_t refs;
+	void (*on_shutdown)(struct tio_ctx *ctx);
 };
 
 /* errno.c: errors that carry an errno (tio_errno()). */
@@ -278,6 +282,8 @@ struct tio_stream {
 int tio_buffer_wrap(struct tio_ctx *ctx, uint32_t handle, uint32_t kind,
 		    uint64_t size, uint64_t mmap_offset, void *user_addr,
 		    tio_buffer_t **out);
+int tio_buffer_from_payload(struct tio_ctx *ctx, const struct tio_cmd_desc *cmd,
+			    const void *payload, tio_buffer_t **out);
 int tio_stream_wrap(struct tio_ctx *ctx, const struct tio_stream_create *sc,
 		    tio_stream_t **out);
 /*

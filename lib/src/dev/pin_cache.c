@@ -11,11 +11,13 @@
  * The counters are also published, on every unlock, in one shared page of
  * a memfd named "tio-pinned-stats", so that another process (tioctl stat)
  * can read them through /proc/PID/map_files: tio_pinned_stats_of(). No fd
- * stays open; a forked child neither inherits the page nor writes to it.
+ * stays open; a forked child neither inherits the page nor writes to it
+ * (MADV_DONTFORK, or, on kernels without madvise, an atfork unmap).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,7 @@ static struct {
 	uint64_t limit;
 	struct tio_pinned_stats st;
 	struct pc_pub *pub;
+	bool pub_forks;			/* a fork inherits pub (no MADV_DONTFORK) */
 	struct pc_entry *free[PC_NCLASS];
 } pc = { .lock = PTHREAD_MUTEX_INITIALIZER, .once = PTHREAD_ONCE_INIT };
 
@@ -72,18 +75,22 @@ static struct pc_pub *pc_publish_map(void)
 	close(fd);
 	if (p == MAP_FAILED)
 		return NULL;
-	if (madvise(p, sizeof(*p), MADV_DONTFORK)) {
-		munmap(p, sizeof(*p));
-		return NULL;
-	}
+	/* Kernels without madvise (tinyconfig-like): pc_forked() unmaps it. */
+	pc.pub_forks = madvise(p, sizeof(*p), MADV_DONTFORK) != 0;
 	p->size = sizeof(*p);
 	__atomic_store_n(&p->magic, PC_PUB_MAGIC, __ATOMIC_RELEASE);
 	return p;
 }
 
-/* The child of a fork (one thread) has no page: it publishes in a new one. */
+/*
+ * The child of a fork (one thread) publishes in a page of its own; the
+ * parent's, where the fork inherited it, is unmapped first so that neither
+ * the child nor a reader of its maps mistakes it for the child's.
+ */
 static void pc_forked(void)
 {
+	if (pc.pub && pc.pub_forks)
+		munmap(pc.pub, sizeof(*pc.pub));
 	pc.pub = pc_publish_map();
 }
 
@@ -219,6 +226,8 @@ static void pc_recycle(void *obj)
 	    !buf->ctx->ops->exec(buf->ctx, tio_cmds[TIO_CMD_BUF_SET_DESC].op, &d))
 		e = malloc(sizeof(*e));
 	if (e) {
+		/* The context empties us before it closes (tio_shutdown()). */
+		__atomic_store_n(&buf->ctx->on_shutdown, tio_pinned_trim_ctx, __ATOMIC_RELEASE);
 		e->ctx = buf->ctx;
 		e->handle = (uint32_t)buf->handle;
 		e->mmap_offset = buf->mmap_offset;
