@@ -146,6 +146,30 @@ const char *tio_net_ep_transports(tio_net_ep_t *ep)
 	return ep->transports;
 }
 
+/* Issue a close of @ep with @flags; wait for it up to @timeout_ns. Lock held. */
+static int tio_net_ep_close_req(tio_net_ep_t *ep, struct tio_net_op *op,
+				uint32_t flags, int64_t timeout_ns)
+{
+	ucp_request_param_t rp = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+		.cb.send = tio_net_req_cb,
+		.user_data = op,
+	};
+
+	if (flags) {
+		rp.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+		rp.flags = flags;
+	}
+	tio_net_op_track(ep->w, op, ucp_ep_close_nbx(ep->ep, &rp));
+	return tio_net_op_wait(ep->w, op, timeout_ns);
+}
+
+/*
+ * Flush, then close. The flush is bounded (the worker's close timeout):
+ * a dead peer behind shared memory never answers it. On timeout the flush
+ * is cancelled and the endpoint closed by force, which completes every
+ * request still outstanding on it with UCS_ERR_CANCELED.
+ */
 int tio_net_ep_close(tio_net_ep_t *ep)
 {
 	ucp_request_param_t rp = {
@@ -153,27 +177,19 @@ int tio_net_ep_close(tio_net_ep_t *ep)
 		.cb.send = tio_net_req_cb,
 	};
 	tio_net_worker_t *w;
-	struct tio_net_op *op;
+	struct tio_net_op *op, *fl;
 	ucs_status_ptr_t req;
-	int ret;
+	int64_t t;
+	int ret = 0, err;
 
 	if (!ep)
 		return 0;
 	w = ep->w;
+	t = w->close_timeout_ns;
 	op = tio_net_op_new(ep, "close");
+	fl = tio_net_op_new(ep, "flush");
 	pthread_mutex_lock(&w->lock);
-	if (op) {
-		rp.user_data = op;
-		/* A broken endpoint cannot flush: close it by force. */
-		if (ep->failed) {
-			rp.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
-			rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
-		}
-		req = ucp_ep_close_nbx(ep->ep, &rp);
-		tio_net_op_track(w, op, req);
-		ret = tio_net_op_wait(w, op, -1);
-		free(op);
-	} else {
+	if (!op || !fl) {
 		ret = -ENOMEM;
 		rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
 		rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
@@ -183,10 +199,45 @@ int tio_net_ep_close(tio_net_ep_t *ep)
 				ucp_worker_progress(w->worker);
 			ucp_request_free(req);
 		}
+		free(op);
+		free(fl);
+		goto out;
 	}
+	if (!ep->failed) {
+		rp.user_data = fl;
+		tio_net_op_track(w, fl, ucp_ep_flush_nbx(ep->ep, &rp));
+		ret = tio_net_op_wait(w, fl, t);
+	}
+	if (ep->failed || ret) {
+		/* A broken endpoint or a peer that does not answer: by force. */
+		if (!fl->done && fl->req)
+			ucp_request_cancel(w->worker, fl->req);
+		err = tio_net_ep_close_req(ep, op, UCP_EP_CLOSE_FLAG_FORCE, t);
+		if (!fl->done)
+			tio_net_op_wait(w, fl, t);
+		tio_net_ep_cancel_ops(w, ep);
+		if (!ret)
+			ret = ep->failed ? ep->failed : err;
+	} else {
+		ret = tio_net_ep_close_req(ep, op, 0, t);
+		if (!op->done) {
+			/* The peer went away between flush and close. */
+			ucp_request_cancel(w->worker, op->req);
+			tio_net_op_wait(w, op, t);
+		}
+	}
+	if (!op->done || !fl->done)
+		tio_net_ep_cancel_ops(w, ep);
+	tio_net_op_orphan(w, op);
+	tio_net_op_orphan(w, fl);
+out:
 	w->eps--;
 	pthread_mutex_unlock(&w->lock);
-	if (ret && ret != -ENOMEM)
+	if (ret == -ETIMEDOUT)
+		tio_net_raise(ep, ETIMEDOUT,
+			      "net: closing the endpoint: the flush timed out after %lld ms, closed by force",
+			      (long long)(t / 1000000));
+	else if (ret && ret != -ENOMEM)
 		tio_net_raise(ep, ret, "net: closing the endpoint");
 	free(ep->peer);
 	free(ep);

@@ -24,12 +24,14 @@
 #include <tensorio/stream.h>
 
 struct tio_net_op {
-	struct tio_net_op *next;	/* stream FIFO */
-	tio_net_ep_t *ep;		/* for the error message */
+	struct tio_net_op *next;	/* stream FIFO, or orphans */
+	tio_net_worker_t *w;
+	tio_net_ep_t *ep;		/* for the error message; NULL if orphan */
 	const char *what;		/* "put", "get", ... */
 	tio_stream_t *stream;		/* holds a reference, or NULL */
 	uint64_t seqno;
 	bool done;
+	bool orphan;			/* its endpoint closed: freed on completion */
 	int status;			/* 0 or a negative errno */
 	void *req;			/* the UCP request while in flight */
 	size_t length;			/* bytes received (tag receive) */
@@ -45,7 +47,9 @@ struct tio_net_worker {
 	bool stop;
 	unsigned int inflight;
 	struct tio_net_op *head, *tail;	/* stream ops in issue order */
+	struct tio_net_op *orphans;	/* close requests UCX never completed */
 	unsigned int eps, mems;		/* live children (destroy checks) */
+	int64_t close_timeout_ns;	/* bound on an endpoint's closing flush */
 };
 
 struct tio_net_ep {
@@ -79,6 +83,10 @@ void tio_net_op_track(tio_net_worker_t *w, struct tio_net_op *op, ucs_status_ptr
 int tio_net_op_wait(tio_net_worker_t *w, struct tio_net_op *op, int64_t timeout_ns);
 void tio_net_req_cb(void *req, ucs_status_t st, void *user);
 void tio_net_free_cb(void *req, ucs_status_t st, void *user);
+void tio_net_op_orphan(tio_net_worker_t *w, struct tio_net_op *op);
+void tio_net_ep_cancel_ops(tio_net_worker_t *w, tio_net_ep_t *ep);
+
+#define TIO_NET_CLOSE_TIMEOUT_MS 10000	/* default; TIO_NET_CLOSE_TIMEOUT_MS */
 
 /* ep.c */
 int tio_net_raise(tio_net_ep_t *ep, int err, const char *fmt, ...)

@@ -53,9 +53,47 @@ static void tio_net_complete(tio_net_worker_t *w)
 		if (tio_fence_signal(op->stream, op->seqno, op->status))
 			tio_error_clear();	/* the stream is gone: no one waits */
 		tio_stream_decref(op->stream);
-		free(op);
+		op->stream = NULL;
+		tio_net_op_orphan(w, op);
 	}
 	pthread_cond_broadcast(&w->done);
+}
+
+/*
+ * Free @op, or, while UCX still holds its request, keep it until the
+ * request completes (tio_net_req_cb) or the worker goes. Lock held.
+ */
+void tio_net_op_orphan(tio_net_worker_t *w, struct tio_net_op *op)
+{
+	if (!op->req) {
+		free(op);
+		return;
+	}
+	op->ep = NULL;
+	op->orphan = true;
+	op->next = w->orphans;
+	w->orphans = op;
+}
+
+/*
+ * @ep was closed by force: UCX 1.13 leaves some of its requests (a flush
+ * towards a dead shared-memory peer) pending. Their ops complete now with
+ * -ECANCELED; the requests stay with the worker. Lock held.
+ */
+void tio_net_ep_cancel_ops(tio_net_worker_t *w, tio_net_ep_t *ep)
+{
+	struct tio_net_op *op;
+
+	for (op = w->head; op; op = op->next) {
+		if (op->ep != ep)
+			continue;
+		op->ep = NULL;
+		if (!op->done) {
+			op->done = true;
+			op->status = -ECANCELED;
+		}
+	}
+	tio_net_complete(w);
 }
 
 /*
@@ -103,14 +141,23 @@ static void *tio_net_progress(void *arg)
 /* Completion callback of a tracked request; runs under the lock. */
 void tio_net_req_cb(void *req, ucs_status_t st, void *user)
 {
-	struct tio_net_op *op = user;
-	tio_net_worker_t *w = op->ep->w;
+	struct tio_net_op *op = user, **pp;
+	tio_net_worker_t *w = op->w;
 
-	op->done = true;
-	op->status = tio_net_errno(st);
 	op->req = NULL;
 	w->inflight--;
 	ucp_request_free(req);
+	if (!op->orphan) {
+		if (!op->done) {
+			op->done = true;
+			op->status = tio_net_errno(st);
+		}
+		return;
+	}
+	for (pp = &w->orphans; *pp != op; pp = &(*pp)->next)
+		;
+	*pp = op->next;
+	free(op);
 }
 
 /* Completion of an untracked request (@user: the worker). Lock held. */
@@ -131,6 +178,7 @@ struct tio_net_op *tio_net_op_new(tio_net_ep_t *ep, const char *what)
 		tio_raise_errno(ENOMEM, "net %s: no memory for the operation", what);
 		return NULL;
 	}
+	op->w = ep->w;
 	op->ep = ep;
 	op->what = what;
 	return op;
@@ -187,6 +235,28 @@ int tio_net_op_wait(tio_net_worker_t *w, struct tio_net_op *op, int64_t timeout_
 	return op->status;
 }
 
+/*
+ * How long tio_net_ep_close() waits for its flush: a dead peer behind a
+ * shared-memory transport never answers and UCX 1.13 does not notice.
+ */
+static int tio_net_close_timeout(int64_t *ns)
+{
+	const char *e = getenv("TIO_NET_CLOSE_TIMEOUT_MS");
+	long long ms = TIO_NET_CLOSE_TIMEOUT_MS;
+	char *end;
+
+	if (e && *e) {
+		errno = 0;
+		ms = strtoll(e, &end, 10);
+		if (errno || *end || ms <= 0 || ms > 3600000)
+			return tio_raise_errno(EINVAL,
+					       "net: TIO_NET_CLOSE_TIMEOUT_MS=%s is not 1..3600000 ms",
+					       e);
+	}
+	*ns = ms * 1000000;
+	return 0;
+}
+
 int tio_net_worker_create(tio_net_worker_t **out)
 {
 	ucp_params_t cp = {
@@ -205,6 +275,10 @@ int tio_net_worker_create(tio_net_worker_t **out)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return tio_raise_errno(ENOMEM, "net: no memory for a worker");
+	if (tio_net_close_timeout(&w->close_timeout_ns)) {
+		free(w);
+		return -1;
+	}
 	st = ucp_init(&cp, NULL, &w->ctx);
 	if (st != UCS_OK) {
 		ret = tio_raise_errno(-tio_net_errno(st), "net: UCX init failed: %s",
@@ -242,17 +316,42 @@ err_free:
 
 void tio_net_worker_destroy(tio_net_worker_t *w)
 {
+	struct tio_net_op *op;
+
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->lock);
+	/*
+	 * Requests left by a forced close (a dead peer) hold UCX registrations
+	 * that ucp_cleanup() asserts on: give them up to the close timeout to
+	 * complete (over TCP keepalive fails them).
+	 */
+	if (w->inflight) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += w->close_timeout_ns / 1000000000;
+		ts.tv_nsec += w->close_timeout_ns % 1000000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		while (w->inflight &&
+		       pthread_cond_timedwait(&w->done, &w->lock, &ts) != ETIMEDOUT)
+			;
+	}
 	w->stop = true;
 	pthread_cond_signal(&w->work);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
+	ucp_worker_destroy(w->worker);	/* may complete orphans */
+	while ((op = w->orphans)) {
+		w->orphans = op->next;
+		free(op);
+	}
 	pthread_cond_destroy(&w->done);
 	pthread_cond_destroy(&w->work);
 	pthread_mutex_destroy(&w->lock);
-	ucp_worker_destroy(w->worker);
 	ucp_cleanup(w->ctx);
 	free(w);
 }

@@ -30,7 +30,9 @@ typedef struct tio_net_rkey tio_net_rkey_t;
  * tio_net_worker_create() - a UCX context and worker with a progress thread
  * @out: the worker
  *
- * Transports are UCX's choice (``UCX_TLS``, ``UCX_NET_DEVICES``).
+ * Transports are UCX's choice (``UCX_TLS``, ``UCX_NET_DEVICES``). Endpoint
+ * closes wait at most ``TIO_NET_CLOSE_TIMEOUT_MS`` (default 10000; a
+ * value outside 1..3600000 fails with -EINVAL).
  *
  * Return: 0 or -1 (error raised).
  */
@@ -70,8 +72,13 @@ TIO_API int tio_net_connect(tio_net_worker_t *w, const void *addr, size_t len,
  * tio_net_ep_close() - flush and close an endpoint, then free it
  * @ep: the endpoint, or NULL
  *
- * Return: 0, or -1 (error raised) when the flush failed; @ep is freed
- * either way.
+ * The flush waits at most the worker's close timeout
+ * (TIO_NET_CLOSE_TIMEOUT_MS when the worker was created, default 10 s);
+ * then, or when the endpoint had failed, it is closed by force and
+ * transfers still in flight on it complete with -ECANCELED.
+ *
+ * Return: 0, or -1 (error raised naming the peer; -ETIMEDOUT when the
+ * flush timed out) when the flush failed; @ep is freed either way.
  */
 TIO_API int tio_net_ep_close(tio_net_ep_t *ep);
 
