@@ -126,6 +126,7 @@ int tio_net_connect(tio_net_worker_t *w, const void *addr, size_t len,
 		st = ucp_ep_create(w->worker, &p, &ep->ep);
 	}
 	if (st == UCS_OK) {
+		ep->peer_checked = p.err_mode == UCP_ERR_HANDLING_MODE_PEER;
 		tio_net_ep_find_tls(ep);
 		w->eps++;
 	}
@@ -165,10 +166,13 @@ static int tio_net_ep_close_req(tio_net_ep_t *ep, struct tio_net_op *op,
 }
 
 /*
- * Flush, then close. The flush is bounded (the worker's close timeout):
- * a dead peer behind shared memory never answers it. On timeout the flush
- * is cancelled and the endpoint closed by force, which completes every
- * request still outstanding on it with UCS_ERR_CANCELED.
+ * Flush, then close. Where UCX watches the peer (TCP, verbs: keepalive),
+ * a dead peer fails the flush and the endpoint, which is then closed by
+ * force. Where it does not (UCX 1.13's shared memory), a dead peer never
+ * answers: that flush is bounded by the worker's close timeout, then
+ * cancelled and the endpoint closed by force. Forcing a watched endpoint
+ * early is avoided: with a put in flight UCX 1.13 can then abort in
+ * ucp_cleanup().
  */
 int tio_net_ep_close(tio_net_ep_t *ep)
 {
@@ -179,6 +183,7 @@ int tio_net_ep_close(tio_net_ep_t *ep)
 	tio_net_worker_t *w;
 	struct tio_net_op *op, *fl;
 	ucs_status_ptr_t req;
+	bool timed_out = false;
 	int64_t t;
 	int ret = 0, err;
 
@@ -206,7 +211,8 @@ int tio_net_ep_close(tio_net_ep_t *ep)
 	if (!ep->failed) {
 		rp.user_data = fl;
 		tio_net_op_track(w, fl, ucp_ep_flush_nbx(ep->ep, &rp));
-		ret = tio_net_op_wait(w, fl, t);
+		ret = tio_net_op_wait(w, fl, ep->peer_checked ? -1 : t);
+		timed_out = !fl->done;
 	}
 	if (ep->failed || ret) {
 		/* A broken endpoint or a peer that does not answer: by force. */
@@ -233,7 +239,7 @@ int tio_net_ep_close(tio_net_ep_t *ep)
 out:
 	w->eps--;
 	pthread_mutex_unlock(&w->lock);
-	if (ret == -ETIMEDOUT)
+	if (timed_out)
 		tio_net_raise(ep, ETIMEDOUT,
 			      "net: closing the endpoint: the flush timed out after %lld ms, closed by force",
 			      (long long)(t / 1000000));

@@ -58,6 +58,7 @@ struct tio_net_ep {
 	char *peer;
 	char transports[128];
 	int failed;			/* negative errno from the error handler */
+	bool peer_checked;		/* UCX notices a dead peer (keepalive) */
 };
 
 struct tio_net_mem {

@@ -31,8 +31,8 @@ typedef struct tio_net_rkey tio_net_rkey_t;
  * @out: the worker
  *
  * Transports are UCX's choice (``UCX_TLS``, ``UCX_NET_DEVICES``). Endpoint
- * closes wait at most ``TIO_NET_CLOSE_TIMEOUT_MS`` (default 10000; a
- * value outside 1..3600000 fails with -EINVAL).
+ * closes over shared memory wait at most ``TIO_NET_CLOSE_TIMEOUT_MS``
+ * (default 10000; a value outside 1..3600000 fails with -EINVAL).
  *
  * Return: 0 or -1 (error raised).
  */
@@ -72,10 +72,12 @@ TIO_API int tio_net_connect(tio_net_worker_t *w, const void *addr, size_t len,
  * tio_net_ep_close() - flush and close an endpoint, then free it
  * @ep: the endpoint, or NULL
  *
- * The flush waits at most the worker's close timeout
- * (TIO_NET_CLOSE_TIMEOUT_MS when the worker was created, default 10 s);
- * then, or when the endpoint had failed, it is closed by force and
- * transfers still in flight on it complete with -ECANCELED.
+ * Where UCX watches the peer (TCP, verbs: keepalive), a dead peer fails
+ * the flush. Where it does not (shared memory), the flush waits at most
+ * the worker's close timeout (TIO_NET_CLOSE_TIMEOUT_MS when the worker was
+ * created, default 10 s). Then, or when the endpoint had failed, it is
+ * closed by force and transfers still in flight on it complete with
+ * -ECANCELED.
  *
  * Return: 0, or -1 (error raised naming the peer; -ETIMEDOUT when the
  * flush timed out) when the flush failed; @ep is freed either way.
