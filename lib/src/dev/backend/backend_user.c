@@ -211,6 +211,16 @@ static struct ub_obj *ub_lookup(struct ub_state *ub, uint32_t handle, int type)
 	return o && o->type == type ? o : NULL;
 }
 
+/* A handler's common opening: no flags, and @handle names a live @type. */
+static int ub_get(struct ub_state *ub, uint32_t flags, uint32_t handle, int type,
+		  struct ub_obj **out)
+{
+	if (flags)
+		return -EINVAL;
+	*out = ub_lookup(ub, handle, type);
+	return *out ? 0 : -ENOENT;
+}
+
 static void ub_remove(struct ub_state *ub, struct ub_obj *o)
 {
 	ub->objs[o->handle - 1] = NULL;
@@ -756,13 +766,12 @@ static int ub_buf_free_cmd(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
 	struct tio_handle_op *a = p;
 	struct ub_obj *o;
+	int ret;
 
 	(void)ctx;
-	if (a->flags)
-		return -EINVAL;
-	o = ub_lookup(ub, a->handle, UB_BUF);
-	if (!o)
-		return -ENOENT;
+	ret = ub_get(ub, a->flags, a->handle, UB_BUF, &o);
+	if (ret)
+		return ret;
 	ub_remove(ub, o);
 	ub_buf_free(ub, o);
 	return 0;
@@ -772,13 +781,12 @@ static int ub_buf_info(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
 	struct tio_buf_info *a = p;
 	struct ub_obj *o;
+	int ret;
 
 	(void)ctx;
-	if (a->flags)
-		return -EINVAL;
-	o = ub_lookup(ub, a->handle, UB_BUF);
-	if (!o)
-		return -ENOENT;
+	ret = ub_get(ub, a->flags, a->handle, UB_BUF, &o);
+	if (ret)
+		return ret;
 	a->size = o->size;
 	a->mmap_offset = (uint64_t)o->handle << UB_HANDLE_SHIFT;
 	a->kind = o->bkind;
@@ -872,13 +880,12 @@ static int ub_stream_destroy(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 	struct tio_handle_op *a = p;
 	struct ub_tl *tl;
 	struct ub_obj *s;
+	int ret;
 
 	(void)ctx;
-	if (a->flags)
-		return -EINVAL;
-	s = ub_lookup(ub, a->handle, UB_STREAM);
-	if (!s)
-		return -ENOENT;
+	ret = ub_get(ub, a->flags, a->handle, UB_STREAM, &s);
+	if (ret)
+		return ret;
 	ub_remove(ub, s);
 	tl = s->tl;
 	free(s);
@@ -893,13 +900,12 @@ static int ub_fence_emit(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 {
 	struct tio_fence_emit *a = p;
 	struct ub_obj *s;
+	int ret;
 
 	(void)ctx;
-	if (a->flags)
-		return -EINVAL;
-	s = ub_lookup(ub, a->stream, UB_STREAM);
-	if (!s)
-		return -ENOENT;
+	ret = ub_get(ub, a->flags, a->stream, UB_STREAM, &s);
+	if (ret)
+		return ret;
 	if (s->tl->emitted == UINT64_MAX)
 		return -EOVERFLOW;
 	a->seqno = ++s->tl->emitted;
