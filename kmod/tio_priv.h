@@ -243,10 +243,47 @@ struct tio_call {
 };
 
 /* tio_fd.c */
-void tio_call_init(struct tio_call *q, bool nonblock);
 int tio_fd_reserve(struct tio_call *q, struct file *file, bool cloexec);
-void tio_call_install_fds(struct tio_call *q);
-void tio_call_abort_fds(struct tio_call *q);
+void __tio_call_install_fds(struct tio_call *q);
+void __tio_call_abort_fds(struct tio_call *q);
+
+/**
+ * tio_call_init() - a new call, with an empty fd queue
+ * @q: the call, on the caller's stack
+ * @nonblock: see struct tio_call
+ *
+ * Inline, as are the two below: most calls reserve no fd, and every
+ * command pays for them.
+ */
+static inline void tio_call_init(struct tio_call *q, bool nonblock)
+{
+	q->nonblock = nonblock;
+	q->n = 0;
+	q->cap = 1;
+	q->ent = &q->one;
+}
+
+/**
+ * tio_call_install_fds() - install every reserved fd: their numbers
+ * reached userspace
+ * @q: the queue, empty on return
+ */
+static inline void tio_call_install_fds(struct tio_call *q)
+{
+	if (unlikely(q->n || q->ent != &q->one))
+		__tio_call_install_fds(q);
+}
+
+/**
+ * tio_call_abort_fds() - give back every reserved fd and drop its file:
+ * the result could not be written back
+ * @q: the queue, empty on return
+ */
+static inline void tio_call_abort_fds(struct tio_call *q)
+{
+	if (unlikely(q->n || q->ent != &q->one))
+		__tio_call_abort_fds(q);
+}
 
 /*
  * Command handlers: @data is the kernel copy of the payload, @call the
