@@ -6,6 +6,11 @@
  *  - tio_file.objs is an xarray; its internal spinlock serialises handle
  *    allocation and removal. Lookups run under RCU and take a reference
  *    with kref_get_unless_zero(), so no handler sleeps under a spinlock.
+ *  - tio_file.hot[] caches the last object looked up of each type. It is
+ *    written only under the xarray's spinlock and only with an object
+ *    that is in the table then; removal clears it under the same lock
+ *    before the table's reference goes, so it never points to a freed
+ *    object; readers use it under RCU like the table (tio_object.c).
  *  - Each object carries its own lock for its state (see the object's
  *    file); objects never take another object's lock while holding theirs.
  */
@@ -35,6 +40,7 @@
 enum tio_obj_type {
 	TIO_OBJ_BUFFER = 1,
 	TIO_OBJ_STREAM,
+	TIO_OBJ_NR
 };
 
 struct seq_file;
@@ -73,6 +79,7 @@ struct tio_obj {
 /**
  * struct tio_file - one open file of /dev/tensorio
  * @objs: handle -> struct tio_obj *, allocating from 1
+ * @hot: per type, the object the last lookup found in @objs, or NULL
  * @mm: the opener's mm, for memlock accounting (reference via mmgrab)
  * @uring_lock: protects @parked (tio_uring.c); taken in process context
  *		only (issue, task work, ->flush), never from a fence callback
@@ -88,6 +95,7 @@ struct tio_obj {
  */
 struct tio_file {
 	struct xarray objs;
+	struct tio_obj __rcu *hot[TIO_OBJ_NR];
 	struct mm_struct *mm;
 	spinlock_t uring_lock;	/* protects @parked */
 	struct list_head parked;
