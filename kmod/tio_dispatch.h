@@ -142,6 +142,21 @@ tio_record_hot(struct tio_file *tf, struct tio_cmd *rec, struct tio_call *call,
 	return ret;
 }
 
+/* The commands tio_record_run_fast() runs directly: all TIO_NB_INLINE. */
+static __always_inline bool tio_cmd_hot(unsigned int cmd)
+{
+	switch (cmd) {
+	case TIO_IOC_INFO:
+	case TIO_IOC_BUF_ALLOC:
+	case TIO_IOC_BUF_FREE:
+	case TIO_IOC_FENCE_EMIT:
+	case TIO_IOC_FENCE_SIGNAL:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /**
  * tio_record_run_fast() - run a record that is already a private copy
  * @tf: the file
@@ -187,6 +202,8 @@ static __always_inline int tio_record_run_fast(struct tio_file *tf,
  * together more than the handler of a fence command. Each word is read
  * once.
  */
+
+/* Six words: tio_words_in/out() and tio_cmd_inline() are unrolled. */
 static_assert(TIO_CMD_PAYLOAD == 6 * sizeof(u64));
 
 /* Word @i of a payload of @size bytes, when there is one (unrolled). */
