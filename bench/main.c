@@ -3,7 +3,8 @@
  * tio-bench: run registered benchmark cases and report them.
  *
  *   tio-bench [--suite S[,S]] [--case GLOB] [--size small|medium|large|all]
- *             [--fast] [--repeat N] [--unit auto|ns|insn] [--list] [--tap]
+ *             [--fast] [--repeat N] [--procs N] [--unit auto|ns|insn]
+ *             [--list] [--tap]
  *             [--json FILE] [--md FILE] [--plot DIR]
  *             [--save-baseline NAME] [--baseline NAME]
  */
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,7 +32,8 @@ struct opts {
 	const char *glob;
 	const char *size;
 	const char *json, *md, *plot, *save, *baseline, *load;
-	int fast, list, tap, repeat;
+	int fast, list, tap, repeat, procs;
+	int worker;	/* run exactly --suite/--case, for a parent tio-bench */
 	enum bench_unit unit;
 };
 
@@ -141,6 +144,8 @@ static int selected(const struct opts *o, const struct bench_case *c)
 		return 0;
 	if (!o->glob)
 		return 1;
+	if (o->worker)
+		return !strcmp(o->glob, c->name);
 	snprintf(full, sizeof(full), "%s/%s", c->suite, c->name);
 	return !fnmatch(o->glob, c->name, 0) || !fnmatch(o->glob, full, 0);
 }
@@ -192,6 +197,18 @@ static int repeats_of(const struct opts *o)
 	return o->fast ? BENCH_FAST_REPEATS : (o->unit == BENCH_INSN ? 9 : 15);
 }
 
+/*
+ * Processes per case: --procs, else BENCH_PROCS for a full run in ns; one
+ * for --fast (a smoke test) and for instruction counts (where a process's
+ * placement changes nothing counted).
+ */
+static int procs_of(const struct opts *o)
+{
+	if (o->procs > 0)
+		return o->procs;
+	return o->fast || o->unit == BENCH_INSN ? 1 : BENCH_PROCS;
+}
+
 /* Sample length, in clock units: instructions in the icount VM. */
 static double sample_target_of(const struct opts *o)
 {
@@ -225,19 +242,15 @@ static void reference_point(struct bench_header *h)
 	}
 }
 
-static void run_case(const struct opts *o, const struct bench_case *c,
-		     struct bench_result *res)
+/* A result's fields that come from the case itself; -ENOMEM fails it. */
+static int result_init(const struct opts *o, const struct bench_case *c,
+		       struct bench_result *res)
 {
-	double target, t = 0, ops = c->ops > 0 ? c->ops : 1;
-	struct bench_run run = { .c = c, .fast = o->fast, .unit = o->unit };
-	int repeats = repeats_of(o), err = 0, i;
-	uint64_t n = 1, m0, total;
-
 	memset(res, 0, sizeof(*res));
 	res->suite = strdup(c->suite);
 	res->name = strdup(c->name);
 	res->unit = o->unit;
-	res->ops_per_iter = ops;
+	res->ops_per_iter = c->ops > 0 ? c->ops : 1;
 	res->bytes = c->bytes;
 	res->ref = c->ref ? strdup(c->ref) : NULL;
 	res->target = c->target;
@@ -246,8 +259,22 @@ static void run_case(const struct opts *o, const struct bench_case *c,
 	if (!res->suite || !res->name || (c->ref && !res->ref)) {
 		res->status = BENCH_FAILED;
 		snprintf(res->why, sizeof(res->why), "out of memory");
-		return;
+		return -ENOMEM;
 	}
+	return 0;
+}
+
+/* Run case @c in this process. */
+static void run_case(const struct opts *o, const struct bench_case *c,
+		     struct bench_result *res)
+{
+	double target, t = 0, ops = c->ops > 0 ? c->ops : 1;
+	struct bench_run run = { .c = c, .fast = o->fast, .unit = o->unit };
+	int repeats = repeats_of(o), err = 0, i;
+	uint64_t n = 1, m0, total;
+
+	if (result_init(o, c, res))
+		return;
 	target = sample_target_of(o);
 
 	err = c->setup ? c->setup(&run) : 0;
@@ -311,6 +338,13 @@ static void run_case(const struct opts *o, const struct bench_case *c,
 		bench_stats_compute(sorted, (size_t)repeats, &res->st);
 		free(sorted);
 	}
+	res->pmed = malloc(sizeof(*res->pmed));
+	if (!res->pmed) {
+		err = bench_fail(&run, ENOMEM, "samples");
+		goto failed;
+	}
+	res->pmed[0] = res->st.median;
+	res->np = 1;
 	res->status = BENCH_OK;
 	if (c->teardown)
 		c->teardown(&run);
@@ -324,6 +358,140 @@ failed:
 			 strerror(err < 0 ? -err : err));
 	if (c->teardown)
 		c->teardown(&run);
+}
+
+/*
+ * One process of case @c: this program again (/proc/self/exe), told to
+ * run that case alone with this run's settings and to write its result
+ * to a temporary file; its standard output goes nowhere. A fresh exec,
+ * not a fork: the new process gets its own stack, heap and mappings.
+ */
+static int run_worker(const struct opts *o, const struct bench_case *c,
+		      struct bench_result **wr, size_t *wn, char *why, size_t len)
+{
+	const char *dir = getenv("TMPDIR");
+	char tmp[4096], rep[16], *argv[16];
+	struct bench_header wh;
+	int fd, st = 0, argc = 0, err;
+	pid_t pid;
+
+	snprintf(tmp, sizeof(tmp), "%s/tio-bench-XXXXXX.json",
+		 dir && *dir ? dir : "/tmp");
+	fd = mkstemps(tmp, 5);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, len, "a result file for its process in %s: %s",
+			 dir && *dir ? dir : "/tmp", strerror(-err));
+		return err;
+	}
+	close(fd);
+	snprintf(rep, sizeof(rep), "%d", repeats_of(o));
+	argv[argc++] = "tio-bench";
+	argv[argc++] = "--worker";
+	argv[argc++] = "--suite";
+	argv[argc++] = (char *)c->suite;
+	argv[argc++] = "--case";
+	argv[argc++] = (char *)c->name;
+	argv[argc++] = "--repeat";
+	argv[argc++] = rep;
+	argv[argc++] = "--unit";
+	argv[argc++] = o->unit == BENCH_INSN ? "insn" : "ns";
+	if (o->fast)
+		argv[argc++] = "--fast";
+	argv[argc++] = "--json";
+	argv[argc++] = tmp;
+	argv[argc] = NULL;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		unlink(tmp);
+		snprintf(why, len, "fork for its process: %s", strerror(-err));
+		return err;
+	}
+	if (!pid) {
+		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0)
+			dup2(fd, STDOUT_FILENO);
+		execv("/proc/self/exe", argv);
+		fprintf(stderr, "tio-bench: exec /proc/self/exe: %s\n", strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	err = bench_load_json(tmp, &wh, wr, wn);
+	unlink(tmp);
+	if (!err) {
+		bench_header_free(&wh);
+		if (*wn == 1)
+			return 0;
+		bench_results_free(*wr, *wn);
+		err = -EPROTO;
+	}
+	snprintf(why, len, "its process %s %d and left no result",
+		 WIFSIGNALED(st) ? "was killed by signal" : "exited with status",
+		 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	return err;
+}
+
+/*
+ * Run case @c in procs_of() processes one after the other, each taking
+ * repeats_of() samples: the result pools their samples (in process order)
+ * and keeps each process's median.
+ */
+static void run_case_procs(const struct opts *o, const struct bench_case *c,
+			   struct bench_result *res)
+{
+	int np = procs_of(o), repeats = repeats_of(o), p;
+	size_t k = 0, cnt;
+	double allocs = 0, *sorted;
+
+	if (result_init(o, c, res))
+		return;
+	res->pmed = calloc((size_t)np, sizeof(*res->pmed));
+	res->samples = calloc((size_t)np * (size_t)repeats, sizeof(*res->samples));
+	if (!res->pmed || !res->samples)
+		goto nomem;
+	for (p = 0; p < np; p++) {
+		struct bench_result *wr;
+		size_t wn;
+
+		if (run_worker(o, c, &wr, &wn, res->why, sizeof(res->why))) {
+			res->status = BENCH_FAILED;
+			return;
+		}
+		if (wr->status != BENCH_OK) {
+			res->status = wr->status;
+			memcpy(res->why, wr->why, sizeof(res->why));
+			bench_results_free(wr, wn);
+			return;
+		}
+		cnt = wr->st.n < (size_t)repeats ? wr->st.n : (size_t)repeats;
+		memcpy(res->samples + k, wr->samples, cnt * sizeof(double));
+		k += cnt;
+		res->pmed[p] = wr->st.median;
+		allocs += wr->allocs_per_op;
+		if (!p) {
+			res->iters = wr->iters;
+			if (wr->bytes)
+				res->bytes = wr->bytes;
+		}
+		bench_results_free(wr, wn);
+	}
+	res->np = (size_t)np;
+	res->allocs_per_op = allocs / np;
+	sorted = malloc((k ? k : 1) * sizeof(*sorted));
+	if (!sorted)
+		goto nomem;
+	memcpy(sorted, res->samples, k * sizeof(*sorted));
+	bench_stats_compute(sorted, k, &res->st);
+	free(sorted);
+	res->status = BENCH_OK;
+	return;
+nomem:
+	res->status = BENCH_FAILED;
+	snprintf(res->why, sizeof(res->why), "out of memory");
 }
 
 /* The ratio of result @i to its suite's reference row, once both exist. */
@@ -450,17 +618,23 @@ static void usage(FILE *f)
 	      "  --size small|medium|large|all  (default all)\n"
 	      "  --fast             10 samples of 0.1 ms (0.1 M insn) per case: short,\n"
 	      "                     still enough for --baseline to judge\n"
-	      "  --repeat N         samples per case (default 15, 9 in the icount VM;\n"
-	      "                     fewer than 5 a side are not judged against a baseline)\n"
+	      "  --repeat N         samples per case and process (default 15, 9 in the\n"
+	      "                     icount VM; fewer than 5 a side are not judged)\n"
+	      "  --procs N          run each case in N processes of its own, one after\n"
+	      "                     the other (default 3 for a full run in ns, 1 for\n"
+	      "                     --fast and insn); keeps each process's median\n"
 	      "  --unit auto|ns|insn  clock unit (auto: insn under tio.icount=1)\n"
 	      "  --list             list the cases and exit\n"
 	      "  --tap              a TAP line per case\n"
 	      "  --json FILE, --md FILE, --plot DIR   write results\n"
 	      "  --load FILE        report a saved JSON run instead of running\n"
 	      "  --save-baseline NAME, --baseline NAME\n"
-	      "                     save / compare: warns when the 95% bootstrap interval\n"
-	      "                     of a median's change, less the reference loop's own\n"
+	      "                     save / compare: warns when the 95% interval of a\n"
+	      "                     median's change, less the reference loop's own\n"
 	      "                     variation, lies above +5%; fails above +10% (exit 1).\n"
+	      "                     With several processes a side the interval is over\n"
+	      "                     process medians (Welch t), and every process of this\n"
+	      "                     run must also be that far beyond the baseline's.\n"
 	      "                     This run's figures are first divided by the scale,\n"
 	      "                     the ratio of the two runs' reference-loop medians\n"
 	      "                     (machine drift; applied when beyond that variation)\n",
@@ -476,6 +650,8 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'z' },
 		{ "fast", no_argument, NULL, 'f' },
 		{ "repeat", required_argument, NULL, 'r' },
+		{ "procs", required_argument, NULL, 'P' },
+		{ "worker", no_argument, NULL, 'W' },
 		{ "unit", required_argument, NULL, 'u' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "tap", no_argument, NULL, 't' },
@@ -504,6 +680,15 @@ int main(int argc, char **argv)
 		case 'z': o.size = optarg; break;
 		case 'f': o.fast = 1; break;
 		case 'r': o.repeat = atoi(optarg); break;
+		case 'P':
+			o.procs = atoi(optarg);
+			if (o.procs < 1 || o.procs > BENCH_PROCS_MAX) {
+				fprintf(stderr, "tio-bench: --procs %s: 1 to %d\n",
+					optarg, BENCH_PROCS_MAX);
+				return 2;
+			}
+			break;
+		case 'W': o.worker = 1; break;
 		case 'u': unit = optarg; break;
 		case 'l': o.list = 1; break;
 		case 't': o.tap = 1; break;
@@ -522,6 +707,15 @@ int main(int argc, char **argv)
 	    strcmp(o.size, "all")) || o.repeat < 0) {
 		usage(stderr);
 		return 2;
+	}
+	if (o.worker) {
+		/* One case, in this process, for a parent tio-bench. */
+		if (!o.suites || !o.glob || !o.json) {
+			fputs("tio-bench: --worker needs --suite, --case and --json\n",
+			      stderr);
+			return 2;
+		}
+		o.procs = 1;
 	}
 	if (!strcmp(unit, "insn"))
 		o.unit = BENCH_INSN;
@@ -568,6 +762,7 @@ int main(int argc, char **argv)
 	make_header(&h, o.unit);
 	h.fast = o.fast;
 	h.repeats = repeats_of(&o);
+	h.procs = procs_of(&o);
 	h.sample_target = sample_target_of(&o);
 	h.ref_iters = BENCH_REF_ITERS;
 	h.ref = calloc((n + 1) * BENCH_REF_PER_POINT, sizeof(*h.ref));
@@ -584,7 +779,10 @@ int main(int argc, char **argv)
 		if (!i || strcmp(res[i - 1].suite, c->suite))
 			bench_print_table_head(stdout, c->suite, o.unit, name_width(&o, c->suite));
 		reference_point(&h);
-		run_case(&o, c, &res[i]);
+		if (procs_of(&o) > 1)
+			run_case_procs(&o, c, &res[i]);
+		else
+			run_case(&o, c, &res[i]);
 		set_ratio(res, i);
 		bench_print_row(stdout, &res[i], name_width(&o, c->suite));
 		if (o.tap) {
