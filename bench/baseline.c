@@ -2,7 +2,8 @@
 /*
  * Baselines: a saved run (the bench_write_json() format, read back with
  * json-c) against which a later run's medians are compared, case by case,
- * after scaling by the two runs' reference workload. More than 5 % slower
+ * after scaling by the two runs' reference workload, by their process
+ * medians where both ran a case in several processes. More than 5 % slower
  * (beyond noise) warns, more than 10 % slower fails.
  */
 #include <errno.h>
@@ -204,6 +205,10 @@ static struct json_object *lookup(struct json_object *results,
  *
  * Cases are matched by suite, name and unit; medians are compared with
  * bench_compare(): only a change beyond the runs' own noise warns or fails.
+ * Where both runs ran the case in several processes (process_medians),
+ * bench_compare_procs() judges those instead: a process is one
+ * observation, so a case that is fast in some processes and slow in
+ * others is not read as a change.
  * Before that, this run's samples are divided by the ratio of the two
  * runs' reference medians (bench_ref_scale()), printed as "scale" (and
  * applied only when it differs from 1 by more than the loop varied): a

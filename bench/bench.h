@@ -4,7 +4,8 @@
  *
  * A case is registered by suite and name (BENCH_REGISTER in a constructor).
  * The harness calibrates an iteration count to a target sample time, warms
- * up, takes repeats and reports min, median, mean, std and p99 of the
+ * up, takes repeats (in each of several processes for a full run: the
+ * harness re-executes itself) and reports min, median, mean, std and p99 of the
  * per-operation cost, allocations per operation (malloc is counted) and
  * throughput where a case moves bytes.
  *

@@ -4,7 +4,7 @@
  *
  *   tio-bench [--suite S[,S]] [--case GLOB] [--size small|medium|large|all]
  *             [--fast] [--repeat N] [--procs N] [--unit auto|ns|insn]
- *             [--list] [--tap]
+ *             [--clock auto|run|wall] [--list] [--tap]
  *             [--json FILE] [--md FILE] [--plot DIR]
  *             [--save-baseline NAME] [--baseline NAME]
  */
@@ -36,6 +36,14 @@ struct opts {
 	int worker;	/* run exactly --suite/--case, for a parent tio-bench */
 	enum bench_unit unit;
 };
+
+/*
+ * --clock run: the time this thread waited, runnable, for a CPU (the
+ * second field of /proc/thread-self/schedstat, ns) is taken off every
+ * timed span. On a host shared with busier processes a 10 ms sample is
+ * otherwise as long as the time slices others got meanwhile. -1: wall.
+ */
+static int runq_fd = -1;
 
 static double now(void)
 {
@@ -113,7 +121,8 @@ static void make_header(struct bench_header *h, enum bench_unit unit)
 	else if (icount_mode())
 		snprintf(h->mode, sizeof(h->mode), "icount guest, forced ns");
 	else
-		snprintf(h->mode, sizeof(h->mode), "wall clock");
+		snprintf(h->mode, sizeof(h->mode), "%s", runq_fd >= 0 ?
+			 "wall clock less run-queue wait" : "wall clock");
 }
 
 static int suite_selected(const struct opts *o, const char *suite)
@@ -150,16 +159,42 @@ static int selected(const struct opts *o, const struct bench_case *c)
 	return !fnmatch(o->glob, c->name, 0) || !fnmatch(o->glob, full, 0);
 }
 
+static double runq_wait(void)
+{
+	char buf[128];
+	unsigned long long run, wait;
+	ssize_t r;
+
+	if (runq_fd < 0)
+		return 0;
+	r = pread(runq_fd, buf, sizeof(buf) - 1, 0);
+	if (r <= 0)
+		return 0;
+	buf[r] = 0;
+	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+		return 0;
+	return (double)wait;
+}
+
+/* A span from @t0, @w0 (now(), runq_wait() at its start) to now. */
+static double span_since(double t0, double w0)
+{
+	double t = now() - t0, w = runq_wait() - w0;
+
+	return w > 0 && w < t ? t - w : t;
+}
+
 static double timed(const struct bench_case *c, struct bench_run *run,
 		    uint64_t n, int *err)
 {
-	double t0, t1;
+	double t0, w0, t;
 
 	run->manual_ns = -1;
+	w0 = runq_wait();
 	t0 = now();
 	*err = c->run(run, n);
-	t1 = now();
-	return run->manual_ns >= 0 ? run->manual_ns : t1 - t0;
+	t = span_since(t0, w0);
+	return run->manual_ns >= 0 ? run->manual_ns : t;
 }
 
 /*
@@ -235,10 +270,10 @@ static void reference_point(struct bench_header *h)
 	int i;
 
 	for (i = 0; i < BENCH_REF_PER_POINT; i++) {
-		double t0 = now();
+		double w0 = runq_wait(), t0 = now();
 
 		reference_loop(h->ref_iters);
-		h->ref[h->ref_n++] = (now() - t0) / (double)h->ref_iters;
+		h->ref[h->ref_n++] = span_since(t0, w0) / (double)h->ref_iters;
 	}
 }
 
@@ -396,6 +431,8 @@ static int run_worker(const struct opts *o, const struct bench_case *c,
 	argv[argc++] = rep;
 	argv[argc++] = "--unit";
 	argv[argc++] = o->unit == BENCH_INSN ? "insn" : "ns";
+	argv[argc++] = "--clock";
+	argv[argc++] = runq_fd >= 0 ? "run" : "wall";
 	if (o->fast)
 		argv[argc++] = "--fast";
 	argv[argc++] = "--json";
@@ -436,62 +473,76 @@ static int run_worker(const struct opts *o, const struct bench_case *c,
 }
 
 /*
- * Run case @c in procs_of() processes one after the other, each taking
- * repeats_of() samples: the result pools their samples (in process order)
- * and keeps each process's median.
+ * A case in several processes is measured in rounds: round @p runs
+ * process @p of every case, so that a case's processes lie apart in time
+ * as well as in memory. proc_begin() makes room, proc_round() runs one
+ * process and adds its samples and median, proc_end() summarises.
  */
-static void run_case_procs(const struct opts *o, const struct bench_case *c,
-			   struct bench_result *res)
+static void proc_begin(const struct opts *o, const struct bench_case *c,
+		       struct bench_result *res)
 {
-	int np = procs_of(o), repeats = repeats_of(o), p;
-	size_t k = 0, cnt;
-	double allocs = 0, *sorted;
+	size_t np = (size_t)procs_of(o), repeats = (size_t)repeats_of(o);
 
 	if (result_init(o, c, res))
 		return;
-	res->pmed = calloc((size_t)np, sizeof(*res->pmed));
-	res->samples = calloc((size_t)np * (size_t)repeats, sizeof(*res->samples));
-	if (!res->pmed || !res->samples)
-		goto nomem;
-	for (p = 0; p < np; p++) {
-		struct bench_result *wr;
-		size_t wn;
-
-		if (run_worker(o, c, &wr, &wn, res->why, sizeof(res->why))) {
-			res->status = BENCH_FAILED;
-			return;
-		}
-		if (wr->status != BENCH_OK) {
-			res->status = wr->status;
-			memcpy(res->why, wr->why, sizeof(res->why));
-			bench_results_free(wr, wn);
-			return;
-		}
-		cnt = wr->st.n < (size_t)repeats ? wr->st.n : (size_t)repeats;
-		memcpy(res->samples + k, wr->samples, cnt * sizeof(double));
-		k += cnt;
-		res->pmed[p] = wr->st.median;
-		allocs += wr->allocs_per_op;
-		if (!p) {
-			res->iters = wr->iters;
-			if (wr->bytes)
-				res->bytes = wr->bytes;
-		}
-		bench_results_free(wr, wn);
+	res->pmed = calloc(np, sizeof(*res->pmed));
+	res->samples = calloc(np * repeats, sizeof(*res->samples));
+	if (!res->pmed || !res->samples) {
+		res->status = BENCH_FAILED;
+		snprintf(res->why, sizeof(res->why), "out of memory");
 	}
-	res->np = (size_t)np;
-	res->allocs_per_op = allocs / np;
-	sorted = malloc((k ? k : 1) * sizeof(*sorted));
-	if (!sorted)
-		goto nomem;
-	memcpy(sorted, res->samples, k * sizeof(*sorted));
-	bench_stats_compute(sorted, k, &res->st);
+}
+
+static void proc_round(const struct opts *o, const struct bench_case *c,
+		       struct bench_result *res)
+{
+	size_t repeats = (size_t)repeats_of(o), cnt;
+	struct bench_result *wr;
+	size_t wn;
+
+	if (res->status != BENCH_OK)
+		return;
+	if (run_worker(o, c, &wr, &wn, res->why, sizeof(res->why))) {
+		res->status = BENCH_FAILED;
+		return;
+	}
+	if (wr->status != BENCH_OK) {
+		res->status = wr->status;
+		memcpy(res->why, wr->why, sizeof(res->why));
+		bench_results_free(wr, wn);
+		return;
+	}
+	cnt = wr->st.n < repeats ? wr->st.n : repeats;
+	memcpy(res->samples + res->st.n, wr->samples, cnt * sizeof(double));
+	res->st.n += cnt;
+	res->pmed[res->np] = wr->st.median;
+	/* The mean over processes, summed here and divided at the end. */
+	res->allocs_per_op += wr->allocs_per_op;
+	if (!res->np) {
+		res->iters = wr->iters;
+		if (wr->bytes)
+			res->bytes = wr->bytes;
+	}
+	res->np++;
+	bench_results_free(wr, wn);
+}
+
+static void proc_end(struct bench_result *res)
+{
+	double *sorted;
+
+	if (res->status != BENCH_OK)
+		return;
+	res->allocs_per_op /= (double)(res->np ? res->np : 1);
+	sorted = malloc((res->st.n ? res->st.n : 1) * sizeof(*sorted));
+	if (!sorted) {
+		res->status = BENCH_FAILED;
+		snprintf(res->why, sizeof(res->why), "out of memory");
+		return;
+	}
+	memcpy(sorted, res->samples, res->st.n * sizeof(*sorted));
+	bench_stats_compute(sorted, res->st.n, &res->st);
 	free(sorted);
-	res->status = BENCH_OK;
-	return;
-nomem:
-	res->status = BENCH_FAILED;
-	snprintf(res->why, sizeof(res->why), "out of memory");
 }
 
 /* The ratio of result @i to its suite's reference row, once both exist. */
@@ -610,6 +661,27 @@ static int check_paths(const struct opts *o)
 	return 0;
 }
 
+/* Result @i's row (under its suite's head when it is the first) and TAP line. */
+static void report_row(const struct opts *o, struct bench_result *res, size_t i)
+{
+	const struct bench_result *x = &res[i];
+	int w = name_width(o, x->suite);
+
+	if (!i || strcmp(res[i - 1].suite, x->suite))
+		bench_print_table_head(stdout, x->suite, o->unit, w);
+	set_ratio(res, i);
+	bench_print_row(stdout, x, w);
+	if (!o->tap)
+		return;
+	if (x->status == BENCH_OK)
+		printf("ok %zu - %s/%s\n", i + 1, x->suite, x->name);
+	else if (x->status == BENCH_SKIPPED)
+		printf("ok %zu - %s/%s # SKIP %s\n", i + 1, x->suite, x->name, x->why);
+	else
+		printf("not ok %zu - %s/%s: %s\n", i + 1, x->suite, x->name, x->why);
+	fflush(stdout);
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: tio-bench [options]\n"
@@ -624,6 +696,8 @@ static void usage(FILE *f)
 	      "                     the other (default 3 for a full run in ns, 1 for\n"
 	      "                     --fast and insn); keeps each process's median\n"
 	      "  --unit auto|ns|insn  clock unit (auto: insn under tio.icount=1)\n"
+	      "  --clock auto|run|wall  run (auto where the kernel has schedstat):\n"
+	      "                     ns less the time the thread waited for a CPU\n"
 	      "  --list             list the cases and exit\n"
 	      "  --tap              a TAP line per case\n"
 	      "  --json FILE, --md FILE, --plot DIR   write results\n"
@@ -652,6 +726,7 @@ int main(int argc, char **argv)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "procs", required_argument, NULL, 'P' },
 		{ "worker", no_argument, NULL, 'W' },
+		{ "clock", required_argument, NULL, 'C' },
 		{ "unit", required_argument, NULL, 'u' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "tap", no_argument, NULL, 't' },
@@ -665,12 +740,12 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o = { .unit = BENCH_NS };
-	const char *unit = "auto";
+	const char *unit = "auto", *clock = "auto";
 	struct bench_result *res;
 	struct bench_header h;
 	struct bench_case *c;
 	size_t n = 0, i, j;
-	int ch, rc = 0, err;
+	int ch, rc = 0, err, round, rounds;
 	char path[4096];
 
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -689,6 +764,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'W': o.worker = 1; break;
+		case 'C': clock = optarg; break;
 		case 'u': unit = optarg; break;
 		case 'l': o.list = 1; break;
 		case 't': o.tap = 1; break;
@@ -726,6 +802,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (strcmp(clock, "auto") && strcmp(clock, "run") && strcmp(clock, "wall")) {
+		usage(stderr);
+		return 2;
+	}
+	/* Run-queue wait is taken off host wall-clock figures only. */
+	if (o.unit == BENCH_NS && strcmp(clock, "wall")) {
+		runq_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+		if (runq_fd < 0 && !strcmp(clock, "run")) {
+			fprintf(stderr, "tio-bench: --clock run: /proc/thread-self/schedstat: %s\n",
+				strerror(errno));
+			return 2;
+		}
+	}
 	if (o.load) {
 		err = bench_load_json(o.load, &h, &res, &n);
 		if (err) {
@@ -765,40 +854,42 @@ int main(int argc, char **argv)
 	h.procs = procs_of(&o);
 	h.sample_target = sample_target_of(&o);
 	h.ref_iters = BENCH_REF_ITERS;
-	h.ref = calloc((n + 1) * BENCH_REF_PER_POINT, sizeof(*h.ref));
+	h.ref = calloc((n * (size_t)h.procs + 1) * BENCH_REF_PER_POINT, sizeof(*h.ref));
 	if (!h.ref) {
 		perror("tio-bench");
 		return 1;
 	}
 	bench_print_header(stdout, &h, "# ");
 	fflush(stdout);
-	i = 0;
-	for (c = bench_cases(); c; c = c->next) {
-		if (!selected(&o, c))
-			continue;
-		if (!i || strcmp(res[i - 1].suite, c->suite))
-			bench_print_table_head(stdout, c->suite, o.unit, name_width(&o, c->suite));
-		reference_point(&h);
-		if (procs_of(&o) > 1)
-			run_case_procs(&o, c, &res[i]);
-		else
-			run_case(&o, c, &res[i]);
-		set_ratio(res, i);
-		bench_print_row(stdout, &res[i], name_width(&o, c->suite));
-		if (o.tap) {
-			if (res[i].status == BENCH_OK)
-				printf("ok %zu - %s/%s\n", i + 1, c->suite, c->name);
-			else if (res[i].status == BENCH_SKIPPED)
-				printf("ok %zu - %s/%s # SKIP %s\n", i + 1,
-				       c->suite, c->name, res[i].why);
-			else
-				printf("not ok %zu - %s/%s: %s\n", i + 1,
-				       c->suite, c->name, res[i].why);
+	rounds = procs_of(&o);
+	for (round = 0; round < rounds; round++) {
+		if (rounds > 1) {
+			printf("%s# round %d of %d: process %d of every case%s\n",
+			       round ? "" : "\n", round + 1, rounds, round + 1,
+			       round + 1 < rounds ? "" : " (rows as each case ends)");
 			fflush(stdout);
 		}
-		if (res[i].status == BENCH_FAILED)
-			rc = 1;
-		i++;
+		i = 0;
+		for (c = bench_cases(); c; c = c->next) {
+			if (!selected(&o, c))
+				continue;
+			reference_point(&h);
+			if (rounds == 1) {
+				run_case(&o, c, &res[i]);
+			} else {
+				if (!round)
+					proc_begin(&o, c, &res[i]);
+				proc_round(&o, c, &res[i]);
+			}
+			if (round + 1 == rounds) {
+				if (rounds > 1)
+					proc_end(&res[i]);
+				report_row(&o, res, i);
+				if (res[i].status == BENCH_FAILED)
+					rc = 1;
+			}
+			i++;
+		}
 	}
 	reference_point(&h);
 	putchar('\n');
