@@ -16,12 +16,9 @@
  * $TIO_RDMA_DEV.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -73,60 +70,25 @@ static int rdma_setup(struct bench_run *run)
 	return 0;
 }
 
-/*
- * One perftest client run against a server on @port: its BW average in
- * MB/s (2^20 B), or -1.
- */
-static double rdma_perftest_client(const char *tool, const char *dev, const char *gid,
-				   const char *port, const char *iters)
+/* perftest's result line: " 1048576  100  36.50  36.49  0.000036", BW average. */
+static int rdma_perftest_bw(const char *line, double *mbs)
 {
-	char path[64], size[16], line[512];
-	double mbs = -1, v;
 	unsigned long long b;
-	int pfd[2];
-	pid_t cli;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/usr/bin/%s", tool);
-	snprintf(size, sizeof(size), "%u", RDMA_SIZE);
-	if (pipe(pfd))
-		return -1;
-	cli = fork();
-	if (!cli) {
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		execl(path, tool, "-d", dev, "-x", gid, "-F", "-p", port, "-s", size,
-		      "-n", iters, "127.0.0.1", (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	f = fdopen(pfd[0], "r");
-	/* " 1048576    100    36.50    36.49    0.000036" */
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, " %llu %*u %*f %lf", &b, &v) == 2 && b == RDMA_SIZE)
-			mbs = v;
-	if (f)
-		fclose(f);
-	else
-		close(pfd[0]);
-	if (cli > 0)
-		waitpid(cli, NULL, 0);
-	return mbs;
+	return sscanf(line, " %llu %*u %*f %lf", &b, mbs) == 2 && b == RDMA_SIZE ? 0 : -1;
 }
 
-/*
- * perftest server and client on the device, on a port of our own. The
- * client retries (20 times, 0.1 s apart) until the server listens.
- */
+/* perftest server and client on the device, on a port of our own. */
 static int rdma_run_peer(struct bench_run *run, struct rstate *s, uint64_t n)
 {
 	const char *tool = run->c->arg & RDMA_READ ? "ib_read_bw" : "ib_write_bw";
-	const char *dev = ibv_get_device_name(s->r.ctx->device);
-	struct timespec nap = { 0, 100000000 };
+	char *dev = (char *)ibv_get_device_name(s->r.ctx->device);
 	char path[64], p[16], gid[16], size[16], iters[32];
-	double mbs = -1;
-	pid_t srv;
-	int i;
+	char *srv[] = { path, "-d", dev, "-x", gid, "-F", "-p", p, "-s", size,
+			"-n", iters, NULL };
+	char *cli[] = { path, "-d", dev, "-x", gid, "-F", "-p", p, "-s", size,
+			"-n", iters, "127.0.0.1", NULL };
+	double mbs;
 
 	snprintf(path, sizeof(path), "/usr/bin/%s", tool);
 	snprintf(p, sizeof(p), "%d", 20000 + (int)(getpid() % 20000));
@@ -134,22 +96,7 @@ static int rdma_run_peer(struct bench_run *run, struct rstate *s, uint64_t n)
 	snprintf(size, sizeof(size), "%u", RDMA_SIZE);
 	/* perftest wants at least 5 iterations. */
 	snprintf(iters, sizeof(iters), "%llu", (unsigned long long)(n < 5 ? 5 : n));
-	srv = fork();
-	if (srv < 0)
-		return bench_fail(run, errno, "fork: %s", strerror(errno));
-	if (!srv) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(127);
-		execl(path, tool, "-d", dev, "-x", gid, "-F", "-p", p, "-s", size,
-		      "-n", iters, (char *)NULL);
-		_exit(127);
-	}
-	for (i = 0; i < 20 && mbs < 0 && waitpid(srv, NULL, WNOHANG) == 0; i++) {
-		nanosleep(&nap, NULL);
-		mbs = rdma_perftest_client(tool, dev, gid, p, iters);
-	}
-	kill(srv, SIGTERM);
-	waitpid(srv, NULL, 0);
+	mbs = bench_tool_pair(srv, cli, rdma_perftest_bw);
 	if (mbs <= 0)
 		return bench_fail(run, EIO, "no result line from %s on %s", tool, dev);
 	run->manual_ns = (double)n * RDMA_SIZE / (mbs * 1048576.0) * 1e9;
