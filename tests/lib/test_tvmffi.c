@@ -506,6 +506,67 @@ TEST(entry_errors_strings_dtypes)
 	ASSERT_NO_LEAKS();
 }
 
+/* TVM FFI 0.1.14's root entries for the values an Any holds in place. */
+TEST(entry_pod_types)
+{
+	static const struct {
+		const char *key;
+		uint64_t hash;	/* as TVM FFI 0.1.14 (GCC build) gives it */
+	} pods[] = {
+		{ "None", 0xfb6ac968ce0ca5aaull },
+		{ "int", 0xaed305094b3d4a9full },
+		{ "bool", 0xe5d6c19a7b27cfcaull },
+		{ "float", 0x30fc3255e503d0f0ull },
+		{ "void*", 0x93fff46616d48774ull },
+		{ "DataType", 0x4f8fea07e78b865bull },
+		{ "Device", 0xbd3ec6f35b0ce31cull },
+		{ "DLTensor*", 0xcb2d26b2d1d8c04eull },
+		{ "const char*", 0xcd50ff68030dbbabull },
+		{ "TVMFFIByteArray*", 0x32519e4e9ab631a9ull },
+		{ "ObjectRValueRef", 0x189c622331ab3f34ull },
+		{ "ffi.SmallStr", 0xf2ac8dbc73691e03ull },
+		{ "ffi.SmallBytes", 0x168b84b7018a151dull },
+	};
+	TVMFFIByteArray key, sub = ba("test.tvmffi.SubInt");
+	const TVMFFITypeInfo *ti;
+	int32_t i, idx;
+
+	for (i = 0; i < (int32_t)(sizeof(pods) / sizeof(pods[0])); i++) {
+		key = ba(pods[i].key);
+		idx = -1;
+		ASSERT_EQ(0, TVMFFITypeKeyToIndex(&key, &idx));
+		EXPECT_EQ(i, idx);
+		EXPECT_EQ(i, TVMFFITypeGetOrAllocIndex(&key, -1, 0, 0, 0, -1));
+		EXPECT_EQ(i, TVMFFITypeGetOrAllocIndex(&key, -1, 0, 0, 0, -2));
+		ti = TVMFFIGetTypeInfo(i);
+		ASSERT_NE(NULL, ti);
+		EXPECT_EQ(i, ti->type_index);
+		EXPECT_EQ(0, ti->type_depth);
+		EXPECT_EQ(NULL, ti->type_ancestors);
+		ASSERT_EQ(strlen(pods[i].key), ti->type_key.size);
+		EXPECT_EQ(0, memcmp(ti->type_key.data, pods[i].key, ti->type_key.size));
+		EXPECT_EQ(pods[i].hash, ti->type_key_hash);
+		EXPECT_EQ(0, ti->num_fields);
+		EXPECT_EQ(0, ti->num_methods);
+		EXPECT_EQ(NULL, ti->metadata);
+		EXPECT_EQ(ti, TVMFFIGetTypeInfo(i));
+	}
+	EXPECT_EQ(kTVMFFISmallBytes, i - 1);
+	EXPECT_EQ(NULL, TVMFFIGetTypeInfo(kTVMFFISmallBytes + 1));
+	EXPECT_EQ(NULL, TVMFFIGetTypeInfo(kTVMFFIStaticObjectBegin - 1));
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+	key = ba("Any");
+	EXPECT_EQ(-1, TVMFFITypeKeyToIndex(&key, &idx));
+	ASSERT_RAISED("KeyError", "Any");
+	/* TVM FFI refuses a subtype of a value type too (no child slots). */
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&sub, -1, 1, 0, 0, kTVMFFIInt));
+	ASSERT_RAISED("ValueError", "'int' (1) is not an object type");
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&sub, 100, 1, 0, 0, kTVMFFIFloat));
+	ASSERT_RAISED("ValueError", "'float' (3) is not an object type");
+	EXPECT_EQ(-2, TVMFFITypeGetOrAllocIndex(&sub, -1, 1, 0, 0, -2));
+	ASSERT_NO_LEAKS();
+}
+
 TEST(entry_types)
 {
 	TVMFFIByteArray key = ba("ffi.Tensor"), nope = ba("no.such.Type");
