@@ -939,6 +939,14 @@ static int sys_add_one(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *
 	return 0;
 }
 
+static int sys_add_two(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *ret)
+{
+	ret->type_index = kTVMFFIInt;
+	ret->zero_padding = 0;
+	ret->v_int64 = args[0].v_int64 + 2;
+	return 0;
+}
+
 TEST(entry_system_lib_symbol)
 {
 	tio_any_t arg = tio_any_int(41), ret = tio_any_none();
@@ -955,21 +963,77 @@ TEST(entry_system_lib_symbol)
 	tio_object_decref(f);
 	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi__library_ctx", &ctx));
 	EXPECT_EQ(lib, ctx);
+
+	/* As TVM FFI: registered again, the later address wins. */
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_tvmtest_add_one",
+							 (void *)sys_add_two));
+	ASSERT_EQ(0, tio_module_get_function(lib, "tvmtest_add_one", &f));
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(43, ret.v_int64);
+	tio_object_decref(f);
 	tio_object_decref(lib);
 
-	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_tvmtest_add_one",
-							  (void *)sys_add_one));
-	ASSERT_RAISED("KeyError", "tvmtest_add_one");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi__library_bin", &ctx));
 	ASSERT_RAISED("ImportError", "binary");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("add_one", (void *)sys_add_one));
-	ASSERT_RAISED("ValueError", "'add_one' is not __tvm_ffi_NAME");
+	ASSERT_RAISED("ValueError", "'add_one' is neither __tvm_ffi_NAME");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_", (void *)sys_add_one));
-	ASSERT_RAISED("ValueError", "is not");
+	ASSERT_RAISED("ValueError", "is neither");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol(NULL, (void *)sys_add_one));
 	ASSERT_RAISED("ValueError", "NULL");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_x", NULL));
 	ASSERT_RAISED("ValueError", "NULL");
+	ASSERT_NO_LEAKS();
+}
+
+/* Symbol prefixes through TVM FFI's ffi.SystemLib global, as a binding calls it. */
+TEST(entry_system_lib_prefix)
+{
+	TVMFFIByteArray name = ba("ffi.SystemLib");
+	TVMFFIObjectHandle get, mod = NULL, f = NULL;
+	TVMFFIAny args[2], ret = { .type_index = kTVMFFINone };
+	tio_any_t arg = tio_any_int(1), r = tio_any_none();
+	tio_object_t *sys;
+	void *ctx = NULL;
+
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_mylib_add_one",
+							 (void *)sys_add_one));
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("mylib___tvm_ffi__library_ctx", &ctx));
+	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&name, &get));
+	ASSERT_NE(NULL, get);
+	args[0].type_index = kTVMFFIRawStr;
+	args[0].zero_padding = 0;
+	args[0].v_c_str = "mylib_";
+	ASSERT_EQ(0, TVMFFIFunctionCall(get, args, 1, &ret));
+	ASSERT_EQ(kTVMFFIModule, ret.type_index);
+	mod = ret.v_obj;
+	EXPECT_EQ(mod, ctx);
+	ASSERT_EQ(0, tio_module_get_function((tio_object_t *)mod, "add_one", (tio_object_t **)&f));
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, tio_func_call((tio_object_t *)f, &arg, 1, &r));
+	EXPECT_EQ(2, r.v_int64);
+	TVMFFIObjectDecRef(f);
+	/* Same prefix, same Module; no argument, the unprefixed one. */
+	ret.type_index = kTVMFFINone;
+	ASSERT_EQ(0, TVMFFIFunctionCall(get, args, 1, &ret));
+	EXPECT_EQ(mod, ret.v_obj);
+	TVMFFIObjectDecRef(ret.v_obj);
+	ret.type_index = kTVMFFINone;
+	ASSERT_EQ(0, TVMFFIFunctionCall(get, args, 0, &ret));
+	ASSERT_EQ(0, tio_module_system_lib(&sys));
+	EXPECT_EQ((void *)sys, ret.v_obj);
+	tio_object_decref(sys);
+	TVMFFIObjectDecRef(ret.v_obj);
+	TVMFFIObjectDecRef(mod);
+
+	args[1] = args[0];
+	EXPECT_EQ(-1, TVMFFIFunctionCall(get, args, 2, &ret));
+	ASSERT_RAISED("TypeError", "at most 1 argument");
+	args[0].type_index = kTVMFFIInt;
+	args[0].v_int64 = 3;
+	EXPECT_EQ(-1, TVMFFIFunctionCall(get, args, 1, &ret));
+	ASSERT_RAISED("TypeError", "int");
+	TVMFFIObjectDecRef(get);
 	ASSERT_NO_LEAKS();
 }
 
