@@ -201,6 +201,7 @@ static struct module_obj *module_new(void *handle, char **names, size_t n)
 	if (!m)
 		return NULL;
 	m->handle = handle;
+	m->prefix = NULL;
 	m->names = names;
 	m->nnames = n;
 	m->imports = NULL;
