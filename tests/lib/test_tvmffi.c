@@ -7,6 +7,7 @@
  * embedded import tree, and every entry point of libtensorio-tvmffi with
  * good and bad arguments.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
@@ -1034,6 +1035,61 @@ TEST(entry_system_lib_prefix)
 	EXPECT_EQ(-1, TVMFFIFunctionCall(get, args, 1, &ret));
 	ASSERT_RAISED("TypeError", "int");
 	TVMFFIObjectDecRef(get);
+	ASSERT_NO_LEAKS();
+}
+
+/*
+ * A library built with TVM FFI's system-library option (prefix fx_)
+ * registers its functions and its context from a constructor; a binding
+ * finds them through ffi.SystemLib("fx_").
+ */
+TEST(system_lib_module_with_prefix)
+{
+	TVMFFIByteArray name = ba("ffi.SystemLib");
+	TVMFFIAny arg = { .type_index = kTVMFFIRawStr }, ret = { .type_index = kTVMFFINone };
+	TVMFFIObjectHandle get, mod, f;
+	void **ctx, *h;
+	tio_object_t *sys;
+
+	h = dlopen(FIXTURE_DIR "/fixture_tvm_syslib.so", RTLD_NOW | RTLD_LOCAL);
+	ASSERT_NE(NULL, h);
+	ctx = dlsym(h, "fixture_syslib_ctx");
+	ASSERT_NE(NULL, ctx);
+	EXPECT_EQ(NULL, *ctx);		/* no library of prefix fx_ yet */
+	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&name, &get));
+	arg.v_c_str = "fx_";
+	ASSERT_EQ(0, TVMFFIFunctionCall(get, &arg, 1, &ret));
+	ASSERT_EQ(kTVMFFIModule, ret.type_index);
+	mod = ret.v_obj;
+	EXPECT_EQ(mod, *ctx);
+	ASSERT_EQ(0, tio_module_get_function(mod, "add_one", (tio_object_t **)&f));
+	ASSERT_NE(NULL, f);
+	arg.type_index = kTVMFFIInt;
+	arg.v_int64 = 41;
+	ret.type_index = kTVMFFINone;
+	ASSERT_EQ(0, TVMFFIFunctionCall(f, &arg, 1, &ret));
+	EXPECT_EQ(42, ret.v_int64);
+	/* Its error crosses to the tio_ side. */
+	arg.type_index = kTVMFFINone;
+	EXPECT_EQ(-1, TVMFFIFunctionCall(f, &arg, 1, &ret));
+	ASSERT_RAISED("TypeError", "add_one takes one int");
+	TVMFFIObjectDecRef(f);
+	ASSERT_EQ(0, tio_module_get_function(mod, "version", (tio_object_t **)&f));
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, TVMFFIFunctionCall(f, NULL, 0, &ret));
+	EXPECT_EQ(2, ret.v_int64);	/* registered twice: the later one */
+	TVMFFIObjectDecRef(f);
+	/* Not under the unprefixed name in the library of another prefix... */
+	ASSERT_EQ(0, tio_module_system_lib(&sys));
+	ASSERT_EQ(0, tio_module_get_function(sys, "add_one", (tio_object_t **)&f));
+	EXPECT_EQ(NULL, f);
+	/* ...but, as TVM FFI, under its whole name in the unprefixed one. */
+	EXPECT_TRUE(tio_module_implements_function(sys, "fx_add_one"));
+	EXPECT_NE(sys, *ctx);
+	tio_object_decref(sys);
+	TVMFFIObjectDecRef(mod);
+	TVMFFIObjectDecRef(get);
+	/* Not dlclose'd: the registry keeps its functions' addresses. */
 	ASSERT_NO_LEAKS();
 }
 
