@@ -227,13 +227,14 @@ int bench_write_json(const char *path, const struct bench_header *h,
 
 	if (!f)
 		return -errno;
-	fputs("{\n  \"format\": \"tio-bench/1\",\n  \"header\": {", f);
+	fputs("{\n  \"format\": \"tio-bench/2\",\n  \"header\": {", f);
 	for (i = 0; i < sizeof(hdr) / sizeof(hdr[0]); i++) {
 		fprintf(f, "%s\"%s\": ", i ? ", " : "", hdr[i][0]);
 		json_str(f, hdr[i][1]);
 	}
-	fprintf(f, ", \"fast\": %s, \"repeats\": %d, \"min_samples\": %d",
-		h->fast ? "true" : "false", h->repeats, BENCH_MIN_SAMPLES);
+	fprintf(f, ", \"fast\": %s, \"repeats\": %d, \"procs\": %d, "
+		"\"min_samples\": %d", h->fast ? "true" : "false", h->repeats,
+		h->procs > 0 ? h->procs : 1, BENCH_MIN_SAMPLES);
 	if (h->sample_target > 0) {
 		fputs(", \"sample_target\": ", f);
 		json_num(f, h->sample_target);
@@ -329,7 +330,17 @@ int bench_write_json(const char *path, const struct bench_header *h,
 				fputs(", ", f);
 			json_num(f, x->samples[j]);
 		}
-		fputs("]}", f);
+		fputs("]", f);
+		if (x->np) {
+			fputs(", \"process_medians\": [", f);
+			for (j = 0; j < x->np; j++) {
+				if (j)
+					fputs(", ", f);
+				json_num(f, x->pmed[j]);
+			}
+			fputs("]", f);
+		}
+		fputs("}", f);
 	}
 	fputs("\n  ]\n}\n", f);
 out:
