@@ -4,6 +4,7 @@ where libtorch-dev is installed) and the DLPack path give the callee the
 same tensor, keep the storage alive for a callee that keeps it, and refuse
 the same tensors."""
 
+import contextlib
 import gc
 import glob
 import os
@@ -75,12 +76,20 @@ def test_both_paths_identical(paths):
         assert seen[0][4] == t.data_ptr()
 
 
-def test_kept_argument_keeps_the_storage(paths):
-    np = pytest.importorskip("numpy")
+@contextlib.contextmanager
+def keeper():
+    """A global FFI function keeping its argument (a callee that keeps it)."""
     kept = []
     tensorio.register_func("test.keep", lambda t: kept.append(t))
     try:
-        keep = tensorio.get_global_func("test.keep")
+        yield tensorio.get_global_func("test.keep"), kept
+    finally:
+        tensorio.remove_global_func("test.keep")
+
+
+def test_kept_argument_keeps_the_storage(paths):
+    np = pytest.importorskip("numpy")
+    with keeper() as (keep, kept):
         for on in paths:
             _tensorio._torch_accel(on)
             # The storage of a tensor from numpy holds the array: the
@@ -101,15 +110,10 @@ def test_kept_argument_keeps_the_storage(paths):
             del t, y
             gc.collect()
             assert sys.getrefcount(a) == with_storage - 1    # gone with it
-    finally:
-        tensorio.remove_global_func("test.keep")
 
 
 def test_kept_argument_has_its_own_shape(paths):
-    kept = []
-    tensorio.register_func("test.keep", lambda t: kept.append(t))
-    try:
-        keep = tensorio.get_global_func("test.keep")
+    with keeper() as (keep, kept):
         for on in paths:
             _tensorio._torch_accel(on)
             x = torch.zeros(2, 3)
@@ -119,8 +123,6 @@ def test_kept_argument_has_its_own_shape(paths):
             t = kept.pop()
             assert t.shape == (2, 3) and t.strides == (3, 1)
             del t
-    finally:
-        tensorio.remove_global_func("test.keep")
 
 
 def test_refusals_are_the_same(paths):
