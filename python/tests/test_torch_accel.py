@@ -8,6 +8,7 @@ import contextlib
 import gc
 import glob
 import os
+import subprocess
 import sys
 
 import pytest
@@ -142,3 +143,29 @@ def test_subclass_takes_the_dlpack_path(paths):
     for on in paths:
         _tensorio._torch_accel(on)
         assert describe(p)[0] == [3]
+
+
+def test_accel_refuses_another_torch():
+    """Built for one torch, the accelerator will not load under another
+    (its C++ ABI): torch tensors then take the DLPack path."""
+    pkg = os.path.dirname(tensorio.__file__)
+    if not glob.glob(os.path.join(pkg, "_torch_accel*.so")):
+        pytest.skip("the torch accelerator is not built")
+    code = """
+import torch
+torch.__version__ = "0.1.0"
+import tensorio
+from tensorio import _tensorio
+try:
+    import tensorio._torch_accel
+except ImportError as e:
+    print(e)
+f = tensorio.get_global_func("tensorio.noop")
+f(torch.zeros(2))
+print(_tensorio._torch_accel())
+"""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(pkg))
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "built for torch 1.13." in out and "this is torch 0.1.0" in out
+    assert out.splitlines()[-1] == "False"
