@@ -273,6 +273,20 @@ void bench_header_free(struct bench_header *h);
 /* The malloc counter (malloc_count.c). */
 uint64_t bench_malloc_count(void);
 
+/*
+ * bench_tool_pair() - a peer tool's server and client (peer_tool.c)
+ * @server: argv of the server, argv[0] its path; its stdout is discarded
+ * @client: argv of the client, which is retried (20 times, 0.1 s apart)
+ *	    until the server listens and the client reports
+ * @parse: called on each line of the client's stdout; 0 when the line
+ *	   gave the value (the last such line wins)
+ *
+ * The server is stopped (SIGTERM) at the end. Return: the value, or -1
+ * when no client run reported one or the server exited first.
+ */
+double bench_tool_pair(char *const server[], char *const client[],
+		       int (*parse)(const char *line, double *val));
+
 /* Helpers for cases. */
 int bench_skip(struct bench_run *run, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -1,9 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Guest script (tests/vm/run.sh -s, staged by tests/net/vm-stage.sh):
-# soft-RoCE device rxe0 over a veth, then tio_rxe_test on it. With
-# TIO_RXE_BENCH=1 in the kernel command line's environment it also runs
-# perftest (bench/net). Skips, saying why, where a piece is missing.
+# soft-RoCE device rxe0 over a veth, then tio_rxe_test on it, and
+# tio-bench where vm-stage.sh was given its arguments. Skips, saying why,
+# where a piece is missing.
 cd /tio/bin || exit 1
 skip() {
 	echo "ok 1 soft-RoCE RDMA on tensorio buffers # SKIP $*"
@@ -37,6 +37,14 @@ done
 echo "# vm: rxe0 over veth0 ($(./rdma link show rxe0/1 2>&1))"
 rc=0
 ./tio_rxe_test || rc=1
+if [ -e bench-args ]; then
+	# The suite runs perftest from where Debian puts it.
+	mkdir -p /usr/bin && cp ib_write_bw ib_read_bw /usr/bin/
+	set -f	# the arguments are words, their globs tio-bench's
+	# shellcheck disable=SC2046
+	./tio-bench $(cat bench-args) || rc=1
+	set +f
+fi
 ./rdma link delete rxe0 || rc=1
 ./ip link delete veth0
 exit $rc

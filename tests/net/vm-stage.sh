@@ -7,10 +7,13 @@
 # the guest script puts both where libibverbs looks). run.sh copies the
 # shared libraries of every program here. Whatever the host lacks is left
 # out; the guest script then skips and says what was missing.
-# Usage: vm-stage.sh DIR
+# With ARGS, tio-bench comes too and the guest runs "tio-bench ARGS" after
+# the test (the net suite's RDMA rows: docs/benchmarks.md).
+# Usage: vm-stage.sh DIR [ARGS...]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-out=${1:?usage: vm-stage.sh DIR}
+out=${1:?usage: vm-stage.sh DIR [tio-bench ARGS...]}
+shift
 rm -rf "$out" && mkdir -p "$out/verbs"
 t=$top/build/tests/net/tio_rxe_test
 [ -x "$t" ] && cp "$t" "$out/"
@@ -23,4 +26,8 @@ if [ -n "$prov" ] && [ -e /etc/libibverbs.d/rxe.driver ]; then
 	cp "$prov" "$out/verbs/"
 	cp /etc/libibverbs.d/rxe.driver "$out/verbs/"
 	dirname "$prov" >"$out/verbs/provider-dir"
+fi
+if [ $# -gt 0 ]; then
+	cp "$top/build/bench/tio-bench" "$out/"
+	echo "$*" >"$out/bench-args"
 fi
