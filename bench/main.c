@@ -405,9 +405,10 @@ static int run_worker(const struct opts *o, const struct bench_case *c,
 		      struct bench_result **wr, size_t *wn, char *why, size_t len)
 {
 	const char *dir = getenv("TMPDIR");
-	char tmp[4096], rep[16], *argv[16];
+	char tmp[4096], rep[16], exe[4096], *argv[18];
 	struct bench_header wh;
 	int fd, st = 0, argc = 0, err;
+	ssize_t len_exe;
 	pid_t pid;
 
 	snprintf(tmp, sizeof(tmp), "%s/tio-bench-XXXXXX.json",
@@ -438,6 +439,12 @@ static int run_worker(const struct opts *o, const struct bench_case *c,
 	argv[argc++] = "--json";
 	argv[argc++] = tmp;
 	argv[argc] = NULL;
+	/* The path, not /proc/self/exe itself: under valgrind that is valgrind. */
+	len_exe = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len_exe > 0)
+		exe[len_exe] = 0;
+	else
+		snprintf(exe, sizeof(exe), "/proc/self/exe");
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
@@ -451,8 +458,8 @@ static int run_worker(const struct opts *o, const struct bench_case *c,
 		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (fd >= 0)
 			dup2(fd, STDOUT_FILENO);
-		execv("/proc/self/exe", argv);
-		fprintf(stderr, "tio-bench: exec /proc/self/exe: %s\n", strerror(errno));
+		execv(exe, argv);
+		fprintf(stderr, "tio-bench: exec %s: %s\n", exe, strerror(errno));
 		_exit(127);
 	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)

@@ -4,9 +4,11 @@ where libtorch-dev is installed) and the DLPack path give the callee the
 same tensor, keep the storage alive for a callee that keeps it, and refuse
 the same tensors."""
 
+import contextlib
 import gc
 import glob
 import os
+import subprocess
 import sys
 
 import pytest
@@ -75,12 +77,20 @@ def test_both_paths_identical(paths):
         assert seen[0][4] == t.data_ptr()
 
 
-def test_kept_argument_keeps_the_storage(paths):
-    np = pytest.importorskip("numpy")
+@contextlib.contextmanager
+def keeper():
+    """A global FFI function keeping its argument (a callee that keeps it)."""
     kept = []
     tensorio.register_func("test.keep", lambda t: kept.append(t))
     try:
-        keep = tensorio.get_global_func("test.keep")
+        yield tensorio.get_global_func("test.keep"), kept
+    finally:
+        tensorio.remove_global_func("test.keep")
+
+
+def test_kept_argument_keeps_the_storage(paths):
+    np = pytest.importorskip("numpy")
+    with keeper() as (keep, kept):
         for on in paths:
             _tensorio._torch_accel(on)
             # The storage of a tensor from numpy holds the array: the
@@ -101,15 +111,10 @@ def test_kept_argument_keeps_the_storage(paths):
             del t, y
             gc.collect()
             assert sys.getrefcount(a) == with_storage - 1    # gone with it
-    finally:
-        tensorio.remove_global_func("test.keep")
 
 
 def test_kept_argument_has_its_own_shape(paths):
-    kept = []
-    tensorio.register_func("test.keep", lambda t: kept.append(t))
-    try:
-        keep = tensorio.get_global_func("test.keep")
+    with keeper() as (keep, kept):
         for on in paths:
             _tensorio._torch_accel(on)
             x = torch.zeros(2, 3)
@@ -119,8 +124,6 @@ def test_kept_argument_has_its_own_shape(paths):
             t = kept.pop()
             assert t.shape == (2, 3) and t.strides == (3, 1)
             del t
-    finally:
-        tensorio.remove_global_func("test.keep")
 
 
 def test_refusals_are_the_same(paths):
@@ -140,3 +143,29 @@ def test_subclass_takes_the_dlpack_path(paths):
     for on in paths:
         _tensorio._torch_accel(on)
         assert describe(p)[0] == [3]
+
+
+def test_accel_refuses_another_torch():
+    """Built for one torch, the accelerator will not load under another
+    (its C++ ABI): torch tensors then take the DLPack path."""
+    pkg = os.path.dirname(tensorio.__file__)
+    if not glob.glob(os.path.join(pkg, "_torch_accel*.so")):
+        pytest.skip("the torch accelerator is not built")
+    code = """
+import torch
+torch.__version__ = "0.1.0"
+import tensorio
+from tensorio import _tensorio
+try:
+    import tensorio._torch_accel
+except ImportError as e:
+    print(e)
+f = tensorio.get_global_func("tensorio.noop")
+f(torch.zeros(2))
+print(_tensorio._torch_accel())
+"""
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(pkg))
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                         capture_output=True, text=True, timeout=120).stdout
+    assert "built for torch 1.13." in out and "this is torch 0.1.0" in out
+    assert out.splitlines()[-1] == "False"

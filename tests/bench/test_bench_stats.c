@@ -391,98 +391,96 @@ static int count(const char *hay, const char *needle)
 	return n;
 }
 
+/*
+ * The three policies hold for one process a side (samples judged) and for
+ * 3 processes a side (process medians judged): PROCS runs each both ways.
+ */
+#define PROCS(p)	for (p = 0; p < 2; p++)
+
+/* Both runs as if in 3 processes when @p (after drift_run()). */
+static void maybe_procs(struct drift_run *base, struct drift_run *cur, int p,
+			size_t rot)
+{
+	if (!p)
+		return;
+	drift_procs(base, 0);
+	drift_procs(cur, rot);
+}
+
 TEST(drift_identical_distributions_compare_clean)
 {
 	struct drift_run base, cur;
 	char *out = NULL;
+	int p;
 
-	drift_run(&base, 1, -1, 1, 1, 0);
-	drift_run(&cur, 1, -1, 1, 1, 5);	/* same values, another order */
-	EXPECT_EQ(BENCH_SAME, drift_compare(&base, &cur, 1, &out));
-	ASSERT_NE(NULL, out);
-	EXPECT_EQ(0, count(out, "WARN ") + count(out, "FAIL "));
-	EXPECT_NE(NULL, strstr(out, "3 same or faster, 0 warnings, 0 failures"));
-	EXPECT_NE(NULL, strstr(out, "scale 1.000"));
-	EXPECT_EQ(NULL, strstr(out, "too few"));
-	free(out);
+	PROCS(p) {
+		drift_run(&base, 1, -1, 1, 1, 0);
+		drift_run(&cur, 1, -1, 1, 1, 5);	/* same values, another order */
+		maybe_procs(&base, &cur, p, 1);
+		EXPECT_EQ(BENCH_SAME, drift_compare(&base, &cur, 1, &out));
+		ASSERT_NE(NULL, out);
+		EXPECT_EQ(0, count(out, "WARN ") + count(out, "FAIL "));
+		EXPECT_NE(NULL, strstr(out, "3 same or faster, 0 warnings, 0 failures"));
+		EXPECT_NE(NULL, strstr(out, "scale 1.000"));
+		EXPECT_EQ(NULL, strstr(out, "too few"));
+		EXPECT_EQ(p ? 3 : 0, count(out, "over 3 and 3 processes"));
+		EXPECT_EQ(NULL, strstr(out, "within one process"));
+		free(out);
+	}
 }
 
 TEST(drift_uniform_3x_slowdown_with_the_reference_is_clean)
 {
 	struct drift_run base, cur;
 	char *out = NULL;
+	int p;
 
-	drift_run(&base, 1, -1, 1, 1, 0);
-	drift_run(&cur, 3, -1, 1, 3, 3);
-	EXPECT_EQ(BENCH_SAME, drift_compare(&base, &cur, 1, &out));
-	ASSERT_NE(NULL, out);
-	EXPECT_EQ(0, count(out, "WARN ") + count(out, "FAIL "));
-	EXPECT_NE(NULL, strstr(out, "scale 3.000: this run's figures are divided by it"));
-	EXPECT_NE(NULL, strstr(out, "/ scale 3.000 = "));
-	free(out);
-	/* Without this run's reference nothing is scaled: all three fail. */
-	EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 0, &out));
-	ASSERT_NE(NULL, out);
-	EXPECT_EQ(3, count(out, "FAIL "));
-	EXPECT_NE(NULL, strstr(out, "missing in the current run: figures not scaled"));
-	free(out);
+	PROCS(p) {
+		drift_run(&base, 1, -1, 1, 1, 0);
+		drift_run(&cur, 3, -1, 1, 3, 3);
+		maybe_procs(&base, &cur, p, 2);
+		EXPECT_EQ(BENCH_SAME, drift_compare(&base, &cur, 1, &out));
+		ASSERT_NE(NULL, out);
+		EXPECT_EQ(0, count(out, "WARN ") + count(out, "FAIL "));
+		EXPECT_NE(NULL, strstr(out, "scale 3.000: this run's figures are divided by it"));
+		EXPECT_NE(NULL, strstr(out, "/ scale 3.000 = "));
+		EXPECT_EQ(p ? 3 : 0, count(out, "over 3 and 3 processes"));
+		free(out);
+		/* Without this run's reference nothing is scaled: all three fail. */
+		EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 0, &out));
+		ASSERT_NE(NULL, out);
+		EXPECT_EQ(3, count(out, "FAIL "));
+		EXPECT_NE(NULL, strstr(out, "missing in the current run: figures not scaled"));
+		free(out);
+	}
 }
 
 TEST(drift_one_case_30_percent_slower_fails_alone)
 {
 	struct drift_run base, cur;
 	char *out = NULL;
+	int p;
 
-	drift_run(&base, 1, -1, 1, 1, 0);
-	drift_run(&cur, 1, 1, 1.3, 1, 2);
-	EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 1, &out));
-	ASSERT_NE(NULL, out);
-	EXPECT_EQ(1, count(out, "FAIL "));
-	EXPECT_NE(NULL, strstr(out, "FAIL overhead/b/uring: 400 -> 520 ns/op"));
-	EXPECT_NE(NULL, strstr(out, "2 same or faster, 0 warnings, 1 failures"));
-	free(out);
-	/* ... and still fails when the whole machine is also 3x slower. */
-	drift_run(&cur, 3, 1, 1.3, 3, 2);
-	EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 1, &out));
-	ASSERT_NE(NULL, out);
-	EXPECT_EQ(1, count(out, "FAIL "));
-	EXPECT_NE(NULL, strstr(out, "FAIL overhead/b/uring: "));
-	free(out);
-}
-
-/* The same three policies, judged on process medians (3 a side). */
-TEST(procs_identical_3x_slower_and_one_case_30_percent_slower)
-{
-	struct drift_run base, cur;
-	char *out = NULL;
-
-	drift_run(&base, 1, -1, 1, 1, 0);
-	drift_procs(&base, 0);
-	drift_run(&cur, 1, -1, 1, 1, 5);
-	drift_procs(&cur, 1);
-	EXPECT_EQ(BENCH_SAME, drift_compare(&base, &cur, 1, &out));
-	ASSERT_NE(NULL, out);
-	EXPECT_EQ(3, count(out, "over 3 and 3 processes"));
-	EXPECT_NE(NULL, strstr(out, "3 same or faster, 0 warnings, 0 failures"));
-	EXPECT_EQ(NULL, strstr(out, "within one process"));
-	free(out);
-
-	drift_run(&cur, 3, -1, 1, 3, 3);
-	drift_procs(&cur, 2);
-	EXPECT_EQ(BENCH_SAME, drift_compare(&base, &cur, 1, &out));
-	ASSERT_NE(NULL, out);
-	EXPECT_NE(NULL, strstr(out, "3 same or faster, 0 warnings, 0 failures"));
-	EXPECT_NE(NULL, strstr(out, "scale 3.000: this run's figures are divided by it"));
-	free(out);
-
-	drift_run(&cur, 3, 1, 1.3, 3, 2);
-	drift_procs(&cur, 1);
-	EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 1, &out));
-	ASSERT_NE(NULL, out);
-	EXPECT_EQ(1, count(out, "FAIL "));
-	EXPECT_NE(NULL, strstr(out, "FAIL overhead/b/uring: 400 -> "));
-	EXPECT_NE(NULL, strstr(out, "2 same or faster, 0 warnings, 1 failures"));
-	free(out);
+	PROCS(p) {
+		drift_run(&base, 1, -1, 1, 1, 0);
+		drift_run(&cur, 1, 1, 1.3, 1, 2);
+		maybe_procs(&base, &cur, p, 1);
+		EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 1, &out));
+		ASSERT_NE(NULL, out);
+		EXPECT_EQ(1, count(out, "FAIL "));
+		EXPECT_NE(NULL, strstr(out, "FAIL overhead/b/uring: 400 -> 520 ns/op"));
+		EXPECT_NE(NULL, strstr(out, "2 same or faster, 0 warnings, 1 failures"));
+		EXPECT_EQ(p ? 3 : 0, count(out, "over 3 and 3 processes"));
+		free(out);
+		/* ... and still fails when the whole machine is also 3x slower. */
+		drift_run(&cur, 3, 1, 1.3, 3, 2);
+		maybe_procs(&base, &cur, p, 2);
+		EXPECT_EQ(BENCH_FAIL, drift_compare(&base, &cur, 1, &out));
+		ASSERT_NE(NULL, out);
+		EXPECT_EQ(1, count(out, "FAIL "));
+		EXPECT_NE(NULL, strstr(out, "FAIL overhead/b/uring: "));
+		free(out);
+	}
 }
 
 /* A baseline without process medians (tio-bench/1) is judged as before. */
