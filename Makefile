@@ -27,7 +27,7 @@ KDIR ?= $(firstword $(wildcard /lib/modules/$(shell uname -r)/build) \
 endif
 
 PROGDIRS := lib tools bench examples
-TESTDIRS := tests/lib tests/kselftest tests/fuzz tests/fault tests/stress
+TESTDIRS := tests/lib tests/kselftest tests/fuzz tests/fault tests/stress tests/net
 SUBDIRS := $(PROGDIRS) $(TESTDIRS)
 
 all: $(PROGDIRS:%=build-%)

@@ -2,7 +2,8 @@
 /*
  * Baselines: a saved run (the bench_write_json() format, read back with
  * json-c) against which a later run's medians are compared, case by case,
- * after scaling by the two runs' reference workload. More than 5 % slower
+ * after scaling by the two runs' reference workload, by their process
+ * medians where both ran a case in several processes. More than 5 % slower
  * (beyond noise) warns, more than 10 % slower fails.
  */
 #include <errno.h>
@@ -95,14 +96,14 @@ static int num_of(struct json_object *o, const char *key, double *out)
 	return 0;
 }
 
-/* An object's "samples" array (malloc'd), and how many; 0 for none. */
-static size_t samples_of(struct json_object *e, double **out)
+/* An object's array of numbers @key (malloc'd), and how many; 0 for none. */
+static size_t numbers_of(struct json_object *e, const char *key, double **out)
 {
 	struct json_object *a;
 	size_t i, n;
 
 	*out = NULL;
-	if (!e || !json_object_object_get_ex(e, "samples", &a) ||
+	if (!e || !json_object_object_get_ex(e, key, &a) ||
 	    !json_object_is_type(a, json_type_array))
 		return 0;
 	n = json_object_array_length(a);
@@ -112,6 +113,12 @@ static size_t samples_of(struct json_object *e, double **out)
 	for (i = 0; i < n; i++)
 		(*out)[i] = json_object_get_double(json_object_array_get_idx(a, i));
 	return n;
+}
+
+/* An object's "samples" array (malloc'd), and how many; 0 for none. */
+static size_t samples_of(struct json_object *e, double **out)
+{
+	return numbers_of(e, "samples", out);
 }
 
 /* A run header's "reference" object, or NULL. */
@@ -198,6 +205,10 @@ static struct json_object *lookup(struct json_object *results,
  *
  * Cases are matched by suite, name and unit; medians are compared with
  * bench_compare(): only a change beyond the runs' own noise warns or fails.
+ * Where both runs ran the case in several processes (process_medians),
+ * bench_compare_procs() judges those instead: a process is one
+ * observation, so a case that is fast in some processes and slow in
+ * others is not read as a change.
  * Before that, this run's samples are divided by the ratio of the two
  * runs' reference medians (bench_ref_scale()), printed as "scale" (and
  * applied only when it differs from 1 by more than the loop varied): a
@@ -214,7 +225,7 @@ int bench_baseline_compare(const char *path, const struct bench_header *h,
 			   const struct bench_result *r, size_t n, FILE *out)
 {
 	struct json_object *root, *results;
-	unsigned int counts[4] = { 0 };
+	unsigned int counts[4] = { 0 }, within = 0;
 	int worst = BENCH_SAME;
 	struct bench_drift drift;
 	double scale;
@@ -231,9 +242,10 @@ int bench_baseline_compare(const char *path, const struct bench_header *h,
 	}
 	if (out)
 		fprintf(out, "\n== baseline %s (median per case; warns when the "
-			"95%% bootstrap interval of the change lies above +%.0f%%, "
-			"fails above +%.0f%%)\n", path, BENCH_WARN_PCT,
-			BENCH_FAIL_PCT);
+			"95%% interval of the change lies above +%.0f%%, fails "
+			"above +%.0f%%; with several processes a side, only when "
+			"every process median of this run is also that far beyond "
+			"the baseline's)\n", path, BENCH_WARN_PCT, BENCH_FAIL_PCT);
 	drift = drift_of(root, h, out);
 	scale = drift.scale;
 	for (i = 0; i < n; i++) {
@@ -241,8 +253,8 @@ int bench_baseline_compare(const char *path, const struct bench_header *h,
 		struct json_object *e;
 		enum bench_verdict v;
 		struct bench_cmp cmp;
-		double base = 0, *bs = NULL;
-		size_t nb = 0;
+		double base = 0, *bs = NULL, *bp = NULL;
+		size_t nb = 0, nbp = 0, j;
 		static const char *const tag[] = { "ok", "new", "WARN", "FAIL" };
 
 		if (x->status != BENCH_OK)
@@ -250,7 +262,11 @@ int bench_baseline_compare(const char *path, const struct bench_header *h,
 		e = lookup(results, x);
 		if (!e || num_of(e, "median", &base)) {
 			v = BENCH_NEW;
+		} else if ((nbp = numbers_of(e, "process_medians", &bp)) >= 2 &&
+			   x->np >= 2) {
+			v = bench_compare_procs(bp, nbp, x->pmed, x->np, &drift, &cmp);
 		} else {
+			within += nbp >= 2 || x->np >= 2;
 			nb = samples_of(e, &bs);
 			if (!nb) {	/* an old baseline: its median only */
 				bs = &base;
@@ -263,11 +279,14 @@ int bench_baseline_compare(const char *path, const struct bench_header *h,
 		counts[v]++;
 		if (v != BENCH_NEW && (int)v > worst)
 			worst = v;
-		if (!out)
+		if (!out) {
+			free(bp);
 			continue;
+		}
 		if (v == BENCH_NEW) {
 			fprintf(out, "%-4s %s/%s: not in the baseline\n", tag[v],
 				x->suite, x->name);
+			free(bp);
 			continue;
 		}
 		fprintf(out, "%-4s %s/%s: %.4g -> %.4g %s/op", tag[v], x->suite,
@@ -276,13 +295,33 @@ int bench_baseline_compare(const char *path, const struct bench_header *h,
 			fprintf(out, " (/ scale %.3f = %.4g", scale,
 				x->st.median / scale);
 		fprintf(out, "%s%+.1f%%", scale != 1 ? ": " : " (", cmp.pct);
-		if (cmp.too_few)
+		if (cmp.procs) {
+			fprintf(out, " over %zu and %zu processes, 95%% CI %+.1f..%+.1f%%; "
+				"process medians", nbp, x->np, cmp.lo, cmp.hi);
+			for (j = 0; j < nbp; j++)
+				fprintf(out, " %.4g", bp[j]);
+			fputs(" ->", out);
+			for (j = 0; j < x->np; j++)
+				fprintf(out, " %.4g", x->pmed[j]);
+			if (cmp.gap < 0)
+				fputs(": ranges overlap", out);
+			else
+				fprintf(out, ": apart by %+.1f%%", cmp.gap);
+			fprintf(out, "%s)\n", cmp.noise ? ": within noise" : "");
+		} else if (cmp.too_few) {
 			fprintf(out, "; %zu and %zu samples: too few to tell from noise)\n",
 				nb, x->st.n);
-		else
+		} else {
 			fprintf(out, ", 95%% CI %+.1f..%+.1f%%%s)\n", cmp.lo, cmp.hi,
 				cmp.noise ? ": within noise" : "");
+		}
+		free(bp);
 	}
+	if (out && within)
+		fprintf(out, "%u cases judged on their samples within one process, "
+			"which cannot see a case change speed from one process to "
+			"the next: one side ran each case in one process (a "
+			"tio-bench/1 file, --fast or --procs 1)\n", within);
 	if (out)
 		fprintf(out, "baseline: %u same or faster, %u warnings, %u "
 			"failures, %u new\n", counts[BENCH_SAME],
@@ -340,6 +379,8 @@ int bench_load_json(const char *path, struct bench_header *h,
 		h->fast = json_object_get_boolean(samples);
 	if (!num_of(hdr, "repeats", &v))
 		h->repeats = (int)v;
+	if (!num_of(hdr, "procs", &v))
+		h->procs = (int)v;
 	num_of(hdr, "sample_target", &h->sample_target);
 	if (reference_of(root) && !num_of(reference_of(root), "iters", &v))
 		h->ref_iters = (uint64_t)v;
@@ -404,6 +445,11 @@ int bench_load_json(const char *path, struct bench_header *h,
 					json_object_array_get_idx(samples, j));
 			r[i].st.n = ns;
 		}
+		if (json_object_object_get_ex(e, "process_medians", &samples) &&
+		    json_object_is_type(samples, json_type_array) &&
+		    json_object_array_length(samples) &&
+		    !(r[i].np = numbers_of(e, "process_medians", &r[i].pmed)))
+			goto nomem;
 	}
 	json_object_put(root);
 	*out = r;
@@ -431,6 +477,7 @@ void bench_results_free(struct bench_result *r, size_t n)
 		free(r[i].suite);
 		free(r[i].name);
 		free(r[i].samples);
+		free(r[i].pmed);
 		free(r[i].ref);
 	}
 	free(r);

@@ -4,7 +4,8 @@
  *
  * A case is registered by suite and name (BENCH_REGISTER in a constructor).
  * The harness calibrates an iteration count to a target sample time, warms
- * up, takes repeats and reports min, median, mean, std and p99 of the
+ * up, takes repeats (in each of several processes for a full run: the
+ * harness re-executes itself) and reports min, median, mean, std and p99 of the
  * per-operation cost, allocations per operation (malloc is counted) and
  * throughput where a case moves bytes.
  *
@@ -109,6 +110,10 @@ enum bench_status { BENCH_OK, BENCH_SKIPPED, BENCH_FAILED };
  * @samples: per-repeat cost per operation (@st.n of them)
  * @allocs_per_op: malloc/calloc/realloc calls per operation
  * @bytes: bytes per operation (0: none)
+ * @pmed: the median of each process's samples (owned; @np of them): the
+ *	  case ran in @np processes of @st.n / @np samples each, and @samples
+ *	  holds them in process order
+ * @np: how many processes (1: the case ran in this process)
  * @ref: the reference case (owned), @ratio = median / reference median
  * @target, @target_ratio: copied from the case
  * @note: copied from the case
@@ -123,6 +128,8 @@ struct bench_result {
 	double ops_per_iter;
 	struct bench_stats st;
 	double *samples;
+	double *pmed;
+	size_t np;
 	double allocs_per_op;
 	uint64_t bytes;
 	char *ref;
@@ -145,7 +152,8 @@ struct bench_header {
 	char mode[96];
 	enum bench_unit unit;
 	int fast;		/* --fast: short samples */
-	int repeats;		/* samples per case (0: the default, per unit) */
+	int repeats;		/* samples per case and process (0: the default) */
+	int procs;		/* processes per case (0: unknown, an old file) */
 	double sample_target;	/* clock units one sample aims at (0: unknown) */
 	uint64_t ref_iters;	/* iterations of one reference sample */
 	double *ref;		/* reference samples, clock units/iteration (owned) */
@@ -166,6 +174,15 @@ struct bench_header {
 #define BENCH_FAST_REPEATS	10
 #define BENCH_FAST_SAMPLE	1e5
 
+/*
+ * Processes per case: a full run on the host (ns) runs each case in this
+ * many processes of its own (the harness re-executes itself), so that a
+ * case whose speed depends on where one process put its stack, heap and
+ * pages is seen at each of them; --fast and instruction counts, 1.
+ */
+#define BENCH_PROCS		3
+#define BENCH_PROCS_MAX		64
+
 /* A p99 means something from this many samples on. */
 #define BENCH_P99_MIN_SAMPLES	100
 
@@ -182,13 +199,17 @@ enum bench_verdict { BENCH_SAME, BENCH_NEW, BENCH_WARN, BENCH_FAIL };
  * struct bench_cmp - a case against its baseline
  * @pct: change of the median in percent (positive: slower), after scaling
  * @lo, @hi: its 95 % bootstrap confidence interval
+ * @gap: several processes a side: how far (percent) this run's lowest
+ *	 process median lies above the baseline's highest (negative: the
+ *	 ranges overlap)
+ * @procs: judged on process medians (bench_compare_procs())
  * @too_few: a side had fewer than BENCH_MIN_SAMPLES samples
  * @noise: the median change alone would warn or fail more than the
  *	   interval's lower end does: the rest is within noise
  */
 struct bench_cmp {
-	double pct, lo, hi;
-	int too_few, noise;
+	double pct, lo, hi, gap;
+	int procs, too_few, noise;
 };
 
 /* Registry (registry.c). */
@@ -213,6 +234,11 @@ struct bench_drift {
 enum bench_verdict bench_compare(const double *base, size_t nb, const double *cur,
 				 size_t nc, const struct bench_drift *drift,
 				 struct bench_cmp *cmp);
+enum bench_verdict bench_compare_procs(const double *base, size_t nb,
+				       const double *cur, size_t nc,
+				       const struct bench_drift *drift,
+				       struct bench_cmp *cmp);
+double bench_t975(double df);
 double bench_ref_scale(const double *base, size_t nb, const double *cur, size_t nc);
 double bench_ref_noise(const double *v, size_t n);
 
@@ -246,6 +272,20 @@ void bench_header_free(struct bench_header *h);
 
 /* The malloc counter (malloc_count.c). */
 uint64_t bench_malloc_count(void);
+
+/*
+ * bench_tool_pair() - a peer tool's server and client (peer_tool.c)
+ * @server: argv of the server, argv[0] its path; its stdout is discarded
+ * @client: argv of the client, which is retried (20 times, 0.1 s apart)
+ *	    until the server listens and the client reports
+ * @parse: called on each line of the client's stdout; 0 when the line
+ *	   gave the value (the last such line wins)
+ *
+ * The server is stopped (SIGTERM) at the end. Return: the value, or -1
+ * when no client run reported one or the server exited first.
+ */
+double bench_tool_pair(char *const server[], char *const client[],
+		       int (*parse)(const char *line, double *val));
 
 /* Helpers for cases. */
 int bench_skip(struct bench_run *run, const char *fmt, ...)

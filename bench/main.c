@@ -3,7 +3,8 @@
  * tio-bench: run registered benchmark cases and report them.
  *
  *   tio-bench [--suite S[,S]] [--case GLOB] [--size small|medium|large|all]
- *             [--fast] [--repeat N] [--unit auto|ns|insn] [--list] [--tap]
+ *             [--fast] [--repeat N] [--procs N] [--unit auto|ns|insn]
+ *             [--clock auto|run|wall] [--list] [--tap]
  *             [--json FILE] [--md FILE] [--plot DIR]
  *             [--save-baseline NAME] [--baseline NAME]
  */
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,9 +32,18 @@ struct opts {
 	const char *glob;
 	const char *size;
 	const char *json, *md, *plot, *save, *baseline, *load;
-	int fast, list, tap, repeat;
+	int fast, list, tap, repeat, procs;
+	int worker;	/* run exactly --suite/--case, for a parent tio-bench */
 	enum bench_unit unit;
 };
+
+/*
+ * --clock run: the time this thread waited, runnable, for a CPU (the
+ * second field of /proc/thread-self/schedstat, ns) is taken off every
+ * timed span. On a host shared with busier processes a 10 ms sample is
+ * otherwise as long as the time slices others got meanwhile. -1: wall.
+ */
+static int runq_fd = -1;
 
 static double now(void)
 {
@@ -110,7 +121,8 @@ static void make_header(struct bench_header *h, enum bench_unit unit)
 	else if (icount_mode())
 		snprintf(h->mode, sizeof(h->mode), "icount guest, forced ns");
 	else
-		snprintf(h->mode, sizeof(h->mode), "wall clock");
+		snprintf(h->mode, sizeof(h->mode), "%s", runq_fd >= 0 ?
+			 "wall clock less run-queue wait" : "wall clock");
 }
 
 static int suite_selected(const struct opts *o, const char *suite)
@@ -141,20 +153,48 @@ static int selected(const struct opts *o, const struct bench_case *c)
 		return 0;
 	if (!o->glob)
 		return 1;
+	if (o->worker)
+		return !strcmp(o->glob, c->name);
 	snprintf(full, sizeof(full), "%s/%s", c->suite, c->name);
 	return !fnmatch(o->glob, c->name, 0) || !fnmatch(o->glob, full, 0);
+}
+
+static double runq_wait(void)
+{
+	char buf[128];
+	unsigned long long run, wait;
+	ssize_t r;
+
+	if (runq_fd < 0)
+		return 0;
+	r = pread(runq_fd, buf, sizeof(buf) - 1, 0);
+	if (r <= 0)
+		return 0;
+	buf[r] = 0;
+	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
+		return 0;
+	return (double)wait;
+}
+
+/* A span from @t0, @w0 (now(), runq_wait() at its start) to now. */
+static double span_since(double t0, double w0)
+{
+	double t = now() - t0, w = runq_wait() - w0;
+
+	return w > 0 && w < t ? t - w : t;
 }
 
 static double timed(const struct bench_case *c, struct bench_run *run,
 		    uint64_t n, int *err)
 {
-	double t0, t1;
+	double t0, w0, t;
 
 	run->manual_ns = -1;
+	w0 = runq_wait();
 	t0 = now();
 	*err = c->run(run, n);
-	t1 = now();
-	return run->manual_ns >= 0 ? run->manual_ns : t1 - t0;
+	t = span_since(t0, w0);
+	return run->manual_ns >= 0 ? run->manual_ns : t;
 }
 
 /*
@@ -192,6 +232,18 @@ static int repeats_of(const struct opts *o)
 	return o->fast ? BENCH_FAST_REPEATS : (o->unit == BENCH_INSN ? 9 : 15);
 }
 
+/*
+ * Processes per case: --procs, else BENCH_PROCS for a full run in ns; one
+ * for --fast (a smoke test) and for instruction counts (where a process's
+ * placement changes nothing counted).
+ */
+static int procs_of(const struct opts *o)
+{
+	if (o->procs > 0)
+		return o->procs;
+	return o->fast || o->unit == BENCH_INSN ? 1 : BENCH_PROCS;
+}
+
 /* Sample length, in clock units: instructions in the icount VM. */
 static double sample_target_of(const struct opts *o)
 {
@@ -218,26 +270,22 @@ static void reference_point(struct bench_header *h)
 	int i;
 
 	for (i = 0; i < BENCH_REF_PER_POINT; i++) {
-		double t0 = now();
+		double w0 = runq_wait(), t0 = now();
 
 		reference_loop(h->ref_iters);
-		h->ref[h->ref_n++] = (now() - t0) / (double)h->ref_iters;
+		h->ref[h->ref_n++] = span_since(t0, w0) / (double)h->ref_iters;
 	}
 }
 
-static void run_case(const struct opts *o, const struct bench_case *c,
-		     struct bench_result *res)
+/* A result's fields that come from the case itself; -ENOMEM fails it. */
+static int result_init(const struct opts *o, const struct bench_case *c,
+		       struct bench_result *res)
 {
-	double target, t = 0, ops = c->ops > 0 ? c->ops : 1;
-	struct bench_run run = { .c = c, .fast = o->fast, .unit = o->unit };
-	int repeats = repeats_of(o), err = 0, i;
-	uint64_t n = 1, m0, total;
-
 	memset(res, 0, sizeof(*res));
 	res->suite = strdup(c->suite);
 	res->name = strdup(c->name);
 	res->unit = o->unit;
-	res->ops_per_iter = ops;
+	res->ops_per_iter = c->ops > 0 ? c->ops : 1;
 	res->bytes = c->bytes;
 	res->ref = c->ref ? strdup(c->ref) : NULL;
 	res->target = c->target;
@@ -246,8 +294,22 @@ static void run_case(const struct opts *o, const struct bench_case *c,
 	if (!res->suite || !res->name || (c->ref && !res->ref)) {
 		res->status = BENCH_FAILED;
 		snprintf(res->why, sizeof(res->why), "out of memory");
-		return;
+		return -ENOMEM;
 	}
+	return 0;
+}
+
+/* Run case @c in this process. */
+static void run_case(const struct opts *o, const struct bench_case *c,
+		     struct bench_result *res)
+{
+	double target, t = 0, ops = c->ops > 0 ? c->ops : 1;
+	struct bench_run run = { .c = c, .fast = o->fast, .unit = o->unit };
+	int repeats = repeats_of(o), err = 0, i;
+	uint64_t n = 1, m0, total;
+
+	if (result_init(o, c, res))
+		return;
 	target = sample_target_of(o);
 
 	err = c->setup ? c->setup(&run) : 0;
@@ -311,6 +373,13 @@ static void run_case(const struct opts *o, const struct bench_case *c,
 		bench_stats_compute(sorted, (size_t)repeats, &res->st);
 		free(sorted);
 	}
+	res->pmed = malloc(sizeof(*res->pmed));
+	if (!res->pmed) {
+		err = bench_fail(&run, ENOMEM, "samples");
+		goto failed;
+	}
+	res->pmed[0] = res->st.median;
+	res->np = 1;
 	res->status = BENCH_OK;
 	if (c->teardown)
 		c->teardown(&run);
@@ -324,6 +393,163 @@ failed:
 			 strerror(err < 0 ? -err : err));
 	if (c->teardown)
 		c->teardown(&run);
+}
+
+/*
+ * One process of case @c: this program again (/proc/self/exe), told to
+ * run that case alone with this run's settings and to write its result
+ * to a temporary file; its standard output goes nowhere. A fresh exec,
+ * not a fork: the new process gets its own stack, heap and mappings.
+ */
+static int run_worker(const struct opts *o, const struct bench_case *c,
+		      struct bench_result **wr, size_t *wn, char *why, size_t len)
+{
+	const char *dir = getenv("TMPDIR");
+	char tmp[4096], rep[16], exe[4096], *argv[18];
+	struct bench_header wh;
+	int fd, st = 0, argc = 0, err;
+	ssize_t len_exe;
+	pid_t pid;
+
+	snprintf(tmp, sizeof(tmp), "%s/tio-bench-XXXXXX.json",
+		 dir && *dir ? dir : "/tmp");
+	fd = mkstemps(tmp, 5);
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, len, "a result file for its process in %s: %s",
+			 dir && *dir ? dir : "/tmp", strerror(-err));
+		return err;
+	}
+	close(fd);
+	snprintf(rep, sizeof(rep), "%d", repeats_of(o));
+	argv[argc++] = "tio-bench";
+	argv[argc++] = "--worker";
+	argv[argc++] = "--suite";
+	argv[argc++] = (char *)c->suite;
+	argv[argc++] = "--case";
+	argv[argc++] = (char *)c->name;
+	argv[argc++] = "--repeat";
+	argv[argc++] = rep;
+	argv[argc++] = "--unit";
+	argv[argc++] = o->unit == BENCH_INSN ? "insn" : "ns";
+	argv[argc++] = "--clock";
+	argv[argc++] = runq_fd >= 0 ? "run" : "wall";
+	if (o->fast)
+		argv[argc++] = "--fast";
+	argv[argc++] = "--json";
+	argv[argc++] = tmp;
+	argv[argc] = NULL;
+	/* The path, not /proc/self/exe itself: under valgrind that is valgrind. */
+	len_exe = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (len_exe > 0)
+		exe[len_exe] = 0;
+	else
+		snprintf(exe, sizeof(exe), "/proc/self/exe");
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		unlink(tmp);
+		snprintf(why, len, "fork for its process: %s", strerror(-err));
+		return err;
+	}
+	if (!pid) {
+		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0)
+			dup2(fd, STDOUT_FILENO);
+		execv(exe, argv);
+		fprintf(stderr, "tio-bench: exec %s: %s\n", exe, strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	err = bench_load_json(tmp, &wh, wr, wn);
+	unlink(tmp);
+	if (!err) {
+		bench_header_free(&wh);
+		if (*wn == 1)
+			return 0;
+		bench_results_free(*wr, *wn);
+		err = -EPROTO;
+	}
+	snprintf(why, len, "its process %s %d and left no result",
+		 WIFSIGNALED(st) ? "was killed by signal" : "exited with status",
+		 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	return err;
+}
+
+/*
+ * A case in several processes is measured in rounds: round @p runs
+ * process @p of every case, so that a case's processes lie apart in time
+ * as well as in memory. proc_begin() makes room, proc_round() runs one
+ * process and adds its samples and median, proc_end() summarises.
+ */
+static void proc_begin(const struct opts *o, const struct bench_case *c,
+		       struct bench_result *res)
+{
+	size_t np = (size_t)procs_of(o), repeats = (size_t)repeats_of(o);
+
+	if (result_init(o, c, res))
+		return;
+	res->pmed = calloc(np, sizeof(*res->pmed));
+	res->samples = calloc(np * repeats, sizeof(*res->samples));
+	if (!res->pmed || !res->samples) {
+		res->status = BENCH_FAILED;
+		snprintf(res->why, sizeof(res->why), "out of memory");
+	}
+}
+
+static void proc_round(const struct opts *o, const struct bench_case *c,
+		       struct bench_result *res)
+{
+	size_t repeats = (size_t)repeats_of(o), cnt;
+	struct bench_result *wr;
+	size_t wn;
+
+	if (res->status != BENCH_OK)
+		return;
+	if (run_worker(o, c, &wr, &wn, res->why, sizeof(res->why))) {
+		res->status = BENCH_FAILED;
+		return;
+	}
+	if (wr->status != BENCH_OK) {
+		res->status = wr->status;
+		memcpy(res->why, wr->why, sizeof(res->why));
+		bench_results_free(wr, wn);
+		return;
+	}
+	cnt = wr->st.n < repeats ? wr->st.n : repeats;
+	memcpy(res->samples + res->st.n, wr->samples, cnt * sizeof(double));
+	res->st.n += cnt;
+	res->pmed[res->np] = wr->st.median;
+	/* The mean over processes, summed here and divided at the end. */
+	res->allocs_per_op += wr->allocs_per_op;
+	if (!res->np) {
+		res->iters = wr->iters;
+		if (wr->bytes)
+			res->bytes = wr->bytes;
+	}
+	res->np++;
+	bench_results_free(wr, wn);
+}
+
+static void proc_end(struct bench_result *res)
+{
+	double *sorted;
+
+	if (res->status != BENCH_OK)
+		return;
+	res->allocs_per_op /= (double)(res->np ? res->np : 1);
+	sorted = malloc((res->st.n ? res->st.n : 1) * sizeof(*sorted));
+	if (!sorted) {
+		res->status = BENCH_FAILED;
+		snprintf(res->why, sizeof(res->why), "out of memory");
+		return;
+	}
+	memcpy(sorted, res->samples, res->st.n * sizeof(*sorted));
+	bench_stats_compute(sorted, res->st.n, &res->st);
+	free(sorted);
 }
 
 /* The ratio of result @i to its suite's reference row, once both exist. */
@@ -442,6 +668,27 @@ static int check_paths(const struct opts *o)
 	return 0;
 }
 
+/* Result @i's row (under its suite's head when it is the first) and TAP line. */
+static void report_row(const struct opts *o, struct bench_result *res, size_t i)
+{
+	const struct bench_result *x = &res[i];
+	int w = name_width(o, x->suite);
+
+	if (!i || strcmp(res[i - 1].suite, x->suite))
+		bench_print_table_head(stdout, x->suite, o->unit, w);
+	set_ratio(res, i);
+	bench_print_row(stdout, x, w);
+	if (!o->tap)
+		return;
+	if (x->status == BENCH_OK)
+		printf("ok %zu - %s/%s\n", i + 1, x->suite, x->name);
+	else if (x->status == BENCH_SKIPPED)
+		printf("ok %zu - %s/%s # SKIP %s\n", i + 1, x->suite, x->name, x->why);
+	else
+		printf("not ok %zu - %s/%s: %s\n", i + 1, x->suite, x->name, x->why);
+	fflush(stdout);
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: tio-bench [options]\n"
@@ -450,17 +697,25 @@ static void usage(FILE *f)
 	      "  --size small|medium|large|all  (default all)\n"
 	      "  --fast             10 samples of 0.1 ms (0.1 M insn) per case: short,\n"
 	      "                     still enough for --baseline to judge\n"
-	      "  --repeat N         samples per case (default 15, 9 in the icount VM;\n"
-	      "                     fewer than 5 a side are not judged against a baseline)\n"
+	      "  --repeat N         samples per case and process (default 15, 9 in the\n"
+	      "                     icount VM; fewer than 5 a side are not judged)\n"
+	      "  --procs N          run each case in N processes of its own, one after\n"
+	      "                     the other (default 3 for a full run in ns, 1 for\n"
+	      "                     --fast and insn); keeps each process's median\n"
 	      "  --unit auto|ns|insn  clock unit (auto: insn under tio.icount=1)\n"
+	      "  --clock auto|run|wall  run (auto where the kernel has schedstat):\n"
+	      "                     ns less the time the thread waited for a CPU\n"
 	      "  --list             list the cases and exit\n"
 	      "  --tap              a TAP line per case\n"
 	      "  --json FILE, --md FILE, --plot DIR   write results\n"
 	      "  --load FILE        report a saved JSON run instead of running\n"
 	      "  --save-baseline NAME, --baseline NAME\n"
-	      "                     save / compare: warns when the 95% bootstrap interval\n"
-	      "                     of a median's change, less the reference loop's own\n"
+	      "                     save / compare: warns when the 95% interval of a\n"
+	      "                     median's change, less the reference loop's own\n"
 	      "                     variation, lies above +5%; fails above +10% (exit 1).\n"
+	      "                     With several processes a side the interval is over\n"
+	      "                     process medians (Welch t), and every process of this\n"
+	      "                     run must also be that far beyond the baseline's.\n"
 	      "                     This run's figures are first divided by the scale,\n"
 	      "                     the ratio of the two runs' reference-loop medians\n"
 	      "                     (machine drift; applied when beyond that variation)\n",
@@ -476,6 +731,9 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'z' },
 		{ "fast", no_argument, NULL, 'f' },
 		{ "repeat", required_argument, NULL, 'r' },
+		{ "procs", required_argument, NULL, 'P' },
+		{ "worker", no_argument, NULL, 'W' },
+		{ "clock", required_argument, NULL, 'C' },
 		{ "unit", required_argument, NULL, 'u' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "tap", no_argument, NULL, 't' },
@@ -489,12 +747,12 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o = { .unit = BENCH_NS };
-	const char *unit = "auto";
+	const char *unit = "auto", *clock = "auto";
 	struct bench_result *res;
 	struct bench_header h;
 	struct bench_case *c;
 	size_t n = 0, i, j;
-	int ch, rc = 0, err;
+	int ch, rc = 0, err, round, rounds;
 	char path[4096];
 
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
@@ -504,6 +762,16 @@ int main(int argc, char **argv)
 		case 'z': o.size = optarg; break;
 		case 'f': o.fast = 1; break;
 		case 'r': o.repeat = atoi(optarg); break;
+		case 'P':
+			o.procs = atoi(optarg);
+			if (o.procs < 1 || o.procs > BENCH_PROCS_MAX) {
+				fprintf(stderr, "tio-bench: --procs %s: 1 to %d\n",
+					optarg, BENCH_PROCS_MAX);
+				return 2;
+			}
+			break;
+		case 'W': o.worker = 1; break;
+		case 'C': clock = optarg; break;
 		case 'u': unit = optarg; break;
 		case 'l': o.list = 1; break;
 		case 't': o.tap = 1; break;
@@ -523,6 +791,15 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (o.worker) {
+		/* One case, in this process, for a parent tio-bench. */
+		if (!o.suites || !o.glob || !o.json) {
+			fputs("tio-bench: --worker needs --suite, --case and --json\n",
+			      stderr);
+			return 2;
+		}
+		o.procs = 1;
+	}
 	if (!strcmp(unit, "insn"))
 		o.unit = BENCH_INSN;
 	else if (!strcmp(unit, "auto"))
@@ -532,6 +809,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (strcmp(clock, "auto") && strcmp(clock, "run") && strcmp(clock, "wall")) {
+		usage(stderr);
+		return 2;
+	}
+	/* Run-queue wait is taken off host wall-clock figures only. */
+	if (o.unit == BENCH_NS && strcmp(clock, "wall")) {
+		runq_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+		if (runq_fd < 0 && !strcmp(clock, "run")) {
+			fprintf(stderr, "tio-bench: --clock run: /proc/thread-self/schedstat: %s\n",
+				strerror(errno));
+			return 2;
+		}
+	}
 	if (o.load) {
 		err = bench_load_json(o.load, &h, &res, &n);
 		if (err) {
@@ -568,39 +858,45 @@ int main(int argc, char **argv)
 	make_header(&h, o.unit);
 	h.fast = o.fast;
 	h.repeats = repeats_of(&o);
+	h.procs = procs_of(&o);
 	h.sample_target = sample_target_of(&o);
 	h.ref_iters = BENCH_REF_ITERS;
-	h.ref = calloc((n + 1) * BENCH_REF_PER_POINT, sizeof(*h.ref));
+	h.ref = calloc((n * (size_t)h.procs + 1) * BENCH_REF_PER_POINT, sizeof(*h.ref));
 	if (!h.ref) {
 		perror("tio-bench");
 		return 1;
 	}
 	bench_print_header(stdout, &h, "# ");
 	fflush(stdout);
-	i = 0;
-	for (c = bench_cases(); c; c = c->next) {
-		if (!selected(&o, c))
-			continue;
-		if (!i || strcmp(res[i - 1].suite, c->suite))
-			bench_print_table_head(stdout, c->suite, o.unit, name_width(&o, c->suite));
-		reference_point(&h);
-		run_case(&o, c, &res[i]);
-		set_ratio(res, i);
-		bench_print_row(stdout, &res[i], name_width(&o, c->suite));
-		if (o.tap) {
-			if (res[i].status == BENCH_OK)
-				printf("ok %zu - %s/%s\n", i + 1, c->suite, c->name);
-			else if (res[i].status == BENCH_SKIPPED)
-				printf("ok %zu - %s/%s # SKIP %s\n", i + 1,
-				       c->suite, c->name, res[i].why);
-			else
-				printf("not ok %zu - %s/%s: %s\n", i + 1,
-				       c->suite, c->name, res[i].why);
+	rounds = procs_of(&o);
+	for (round = 0; round < rounds; round++) {
+		if (rounds > 1) {
+			printf("%s# round %d of %d: process %d of every case%s\n",
+			       round ? "" : "\n", round + 1, rounds, round + 1,
+			       round + 1 < rounds ? "" : " (rows as each case ends)");
 			fflush(stdout);
 		}
-		if (res[i].status == BENCH_FAILED)
-			rc = 1;
-		i++;
+		i = 0;
+		for (c = bench_cases(); c; c = c->next) {
+			if (!selected(&o, c))
+				continue;
+			reference_point(&h);
+			if (rounds == 1) {
+				run_case(&o, c, &res[i]);
+			} else {
+				if (!round)
+					proc_begin(&o, c, &res[i]);
+				proc_round(&o, c, &res[i]);
+			}
+			if (round + 1 == rounds) {
+				if (rounds > 1)
+					proc_end(&res[i]);
+				report_row(&o, res, i);
+				if (res[i].status == BENCH_FAILED)
+					rc = 1;
+			}
+			i++;
+		}
 	}
 	reference_point(&h);
 	putchar('\n');

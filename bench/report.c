@@ -55,6 +55,11 @@ void bench_print_header(FILE *f, const struct bench_header *h, const char *pfx)
 	fprintf(f, "%scommit:   %s\n", pfx, h->commit);
 	fprintf(f, "%sdate:     %s\n", pfx, h->date);
 	fprintf(f, "%smode:     %s\n", pfx, h->mode);
+	if (h->repeats > 0)
+		fprintf(f, "%ssamples:  %d per case%s", pfx, h->repeats,
+			h->procs > 1 ? " and process, " : "\n");
+	if (h->repeats > 0 && h->procs > 1)
+		fprintf(f, "%d processes per case (in rounds)\n", h->procs);
 	fprintf(f, "%sunit:     %s/op (%s)\n", pfx, bench_unit_name(h->unit),
 		h->unit == BENCH_INSN ?
 		"guest instructions per operation, deterministic" :
@@ -198,6 +203,20 @@ static void json_num(FILE *f, double v)
 		fprintf(f, "%.6g", v);
 }
 
+/* A JSON array of numbers. */
+static void json_nums(FILE *f, const double *v, size_t n)
+{
+	size_t i;
+
+	fputc('[', f);
+	for (i = 0; i < n; i++) {
+		if (i)
+			fputs(", ", f);
+		json_num(f, v[i]);
+	}
+	fputc(']', f);
+}
+
 static const char *status_name(enum bench_status s)
 {
 	return s == BENCH_OK ? "ok" : s == BENCH_SKIPPED ? "skipped" : "failed";
@@ -222,18 +241,19 @@ int bench_write_json(const char *path, const struct bench_header *h,
 		{ "mode", h->mode }, { "unit", bench_unit_name(h->unit) },
 	};
 	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-	size_t i, j;
+	size_t i;
 	int err = 0;
 
 	if (!f)
 		return -errno;
-	fputs("{\n  \"format\": \"tio-bench/1\",\n  \"header\": {", f);
+	fputs("{\n  \"format\": \"tio-bench/2\",\n  \"header\": {", f);
 	for (i = 0; i < sizeof(hdr) / sizeof(hdr[0]); i++) {
 		fprintf(f, "%s\"%s\": ", i ? ", " : "", hdr[i][0]);
 		json_str(f, hdr[i][1]);
 	}
-	fprintf(f, ", \"fast\": %s, \"repeats\": %d, \"min_samples\": %d",
-		h->fast ? "true" : "false", h->repeats, BENCH_MIN_SAMPLES);
+	fprintf(f, ", \"fast\": %s, \"repeats\": %d, \"procs\": %d, "
+		"\"min_samples\": %d", h->fast ? "true" : "false", h->repeats,
+		h->procs > 0 ? h->procs : 1, BENCH_MIN_SAMPLES);
 	if (h->sample_target > 0) {
 		fputs(", \"sample_target\": ", f);
 		json_num(f, h->sample_target);
@@ -257,13 +277,9 @@ int bench_write_json(const char *path, const struct bench_header *h,
 		json_num(f, st.median);
 		fputs(", \"min\": ", f);
 		json_num(f, st.min);
-		fprintf(f, ", \"n\": %zu, \"samples\": [", h->ref_n);
-		for (i = 0; i < h->ref_n; i++) {
-			if (i)
-				fputs(", ", f);
-			json_num(f, h->ref[i]);
-		}
-		fputs("]}", f);
+		fprintf(f, ", \"n\": %zu, \"samples\": ", h->ref_n);
+		json_nums(f, h->ref, h->ref_n);
+		fputc('}', f);
 	}
 	fputs("},\n  \"results\": [", f);
 	for (i = 0; i < n; i++) {
@@ -323,13 +339,13 @@ int bench_write_json(const char *path, const struct bench_header *h,
 			json_num(f, x->target_ratio);
 		}
 		fprintf(f, ", \"n\": %zu", x->st.n);
-		fputs(", \"samples\": [", f);
-		for (j = 0; j < x->st.n; j++) {
-			if (j)
-				fputs(", ", f);
-			json_num(f, x->samples[j]);
+		fputs(", \"samples\": ", f);
+		json_nums(f, x->samples, x->st.n);
+		if (x->np) {
+			fputs(", \"process_medians\": ", f);
+			json_nums(f, x->pmed, x->np);
 		}
-		fputs("]}", f);
+		fputs("}", f);
 	}
 	fputs("\n  ]\n}\n", f);
 out:

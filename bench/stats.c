@@ -204,6 +204,123 @@ out:
 }
 
 /**
+ * bench_t975() - the 97.5th percentile of Student's t distribution
+ * @df: degrees of freedom (Welch's are fractional), >= 1
+ *
+ * Tabled for whole degrees of freedom up to 30, rounding @df down (the
+ * wider interval); beyond, 1.96 + 2.4 / df, within 0.005 of the true value.
+ *
+ * Return: the quantile (12.706 for @df below 1).
+ */
+double bench_t975(double df)
+{
+	static const double t[] = {
+		12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262,
+		2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101,
+		2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052,
+		2.048, 2.045, 2.042,
+	};
+
+	if (!(df >= 1))
+		return t[0];
+	if (df <= 30)
+		return t[(size_t)df - 1];
+	return 1.96 + 2.4 / df;
+}
+
+/* Mean and sample variance of the logs of @v (all > 0). */
+static void log_moments(const double *v, size_t n, double scale, double *mean,
+			double *var)
+{
+	double s = 0, q = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		s += log(v[i] / scale);
+	*mean = s / (double)n;
+	for (i = 0; i < n; i++)
+		q += (log(v[i] / scale) - *mean) * (log(v[i] / scale) - *mean);
+	*var = n > 1 ? q / (double)(n - 1) : 0;
+}
+
+/**
+ * bench_compare_procs() - is this run slower, beyond process-to-process noise?
+ * @base: the baseline's process medians (one per process the case ran in)
+ * @nb: how many, >= 2
+ * @cur: this run's process medians
+ * @nc: how many, >= 2
+ * @drift: as for bench_compare(): @cur is divided by @drift->scale first
+ *	   and @drift->noise is taken off before judging
+ * @cmp: filled in: @pct the change of the process medians' geometric
+ *	 mean, @lo..@hi its 95 % interval, @gap how far this run's lowest
+ *	 process median lies above the baseline's highest
+ *
+ * A case may run at one speed in one process and another in the next
+ * (where the process's stack, heap and pages fell): samples within one
+ * process cannot show that, process medians do. Each process is one
+ * observation. The interval is Welch's t interval for the difference of
+ * the mean log process medians (unequal spreads; with 3 a side a spread
+ * of a few percent already widens it by a factor 3-4). The verdict is the
+ * milder of two: the interval's lower end, and @gap (every process of
+ * this run beyond the baseline's whole range), each less @drift->noise,
+ * above BENCH_WARN_PCT warns, above BENCH_FAIL_PCT fails. One process in
+ * another mode on either side therefore keeps a case clean; a case slower
+ * in every process, by more than the processes spread, fails.
+ *
+ * Return: the verdict (BENCH_NEW when there is nothing to compare).
+ */
+enum bench_verdict bench_compare_procs(const double *base, size_t nb,
+				       const double *cur, size_t nc,
+				       const struct bench_drift *drift,
+				       struct bench_cmp *cmp)
+{
+	double scale = drift && drift->scale > 0 && isfinite(drift->scale) ?
+		       drift->scale : 1;
+	double noise = drift && drift->noise > 0 ? drift->noise : 0;
+	double mb, vb, mc, vc, se, df, w, maxb = 0, minc = INFINITY, x;
+	enum bench_verdict v, vr;
+	size_t i;
+
+	memset(cmp, 0, sizeof(*cmp));
+	cmp->procs = 1;
+	if (nb < 2 || nc < 2)
+		return BENCH_NEW;
+	for (i = 0; i < nb; i++) {
+		if (!(base[i] > 0) || !isfinite(base[i]))
+			return BENCH_NEW;
+		if (base[i] > maxb)
+			maxb = base[i];
+	}
+	for (i = 0; i < nc; i++) {
+		if (!(cur[i] > 0) || !isfinite(cur[i]))
+			return BENCH_NEW;
+		if (cur[i] / scale < minc)
+			minc = cur[i] / scale;
+	}
+	log_moments(base, nb, 1, &mb, &vb);
+	log_moments(cur, nc, scale, &mc, &vc);
+	cmp->pct = (exp(mc - mb) - 1) * 100;
+	cmp->gap = (minc / maxb - 1) * 100;
+	se = sqrt(vb / (double)nb + vc / (double)nc);
+	w = 0;
+	if (se > 0) {
+		/* Welch-Satterthwaite degrees of freedom. */
+		df = se * se * se * se /
+		     (vb * vb / ((double)nb * nb * (nb - 1)) +
+		      vc * vc / ((double)nc * nc * (nc - 1)));
+		w = bench_t975(df) * se;
+	}
+	cmp->lo = (exp(mc - mb - w) - 1) * 100;
+	cmp->hi = (exp(mc - mb + w) - 1) * 100;
+	v = bench_verdict_of(100, 100 + cmp->lo - noise, &x);
+	vr = bench_verdict_of(100, 100 + cmp->gap - noise, &x);
+	if (vr < v)
+		v = vr;
+	cmp->noise = v < bench_verdict_of(100, 100 + cmp->pct, &x);
+	return v;
+}
+
+/**
  * bench_ref_scale() - how much slower the machine ran now than for a baseline
  * @base: the baseline run's reference samples
  * @nb: how many

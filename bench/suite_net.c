@@ -232,72 +232,29 @@ static int net_run_ours(struct bench_run *run, struct nstate *s, uint64_t n)
 	return 0;
 }
 
-/* One ucx_perftest client run: the Final line's overall usec/op, or -1. */
-static double net_perftest_client(const char *port, const char *test, const char *iters)
+/* ucx_perftest's "Final:" line: its overall overhead, usec per operation. */
+static int net_perftest_final(const char *line, double *usec)
 {
-	char size[16], line[512];
-	double usec = -1;
-	int pfd[2];
-	pid_t cli;
-	FILE *f;
-
-	snprintf(size, sizeof(size), "%u", NET_SIZE);
-	if (pipe(pfd))
-		return -1;
-	cli = fork();
-	if (!cli) {
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		execl(NET_PERFTEST, "ucx_perftest", "127.0.0.1", "-p", port, "-t", test,
-		      "-s", size, "-n", iters, "-w", "10", (char *)NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
-	f = fdopen(pfd[0], "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Final:", 6))
-			sscanf(line + 6, "%*s %*s %*s %lf", &usec);
-	if (f)
-		fclose(f);
-	else
-		close(pfd[0]);
-	if (cli > 0)
-		waitpid(cli, NULL, 0);
-	return usec;
+	return strncmp(line, "Final:", 6) ||
+	       sscanf(line + 6, "%*s %*s %*s %lf", usec) != 1 ? -1 : 0;
 }
 
 /*
  * ucx_perftest, server and client, on a port of our own; its "Final:"
  * line's overall overhead is the time of one operation. The server takes
  * the first connection as its client, so it is not probed: the client
- * retries (20 times, 0.1 s apart) until the server listens. A server that
- * exits at once (its port taken) is tried on another port, 5 at most.
+ * retries until the server listens (bench_tool_pair()).
  */
-static double net_perftest(const char *test, const char *iters, int port)
+static double net_perftest(const char *test, char *iters, int port)
 {
-	struct timespec nap = { 0, 100000000 };
-	double usec = -1;
-	char p[16];
-	pid_t srv;
-	int i;
+	char p[16], size[16];
+	char *srv[] = { NET_PERFTEST, "-p", p, NULL };
+	char *cli[] = { NET_PERFTEST, "127.0.0.1", "-p", p, "-t", (char *)test,
+			"-s", size, "-n", iters, "-w", "10", NULL };
 
 	snprintf(p, sizeof(p), "%d", port);
-	srv = fork();
-	if (srv < 0)
-		return -1;
-	if (!srv) {
-		if (!freopen("/dev/null", "w", stdout))
-			_exit(127);
-		execl(NET_PERFTEST, "ucx_perftest", "-p", p, (char *)NULL);
-		_exit(127);
-	}
-	for (i = 0; i < 20 && usec < 0 && waitpid(srv, NULL, WNOHANG) == 0; i++) {
-		nanosleep(&nap, NULL);
-		usec = net_perftest_client(p, test, iters);
-	}
-	kill(srv, SIGTERM);
-	waitpid(srv, NULL, 0);
-	return usec;
+	snprintf(size, sizeof(size), "%u", NET_SIZE);
+	return bench_tool_pair(srv, cli, net_perftest_final);
 }
 
 static int net_run_peer(struct bench_run *run, uint64_t n)
@@ -307,6 +264,7 @@ static int net_run_peer(struct bench_run *run, uint64_t n)
 	double usec = -1;
 	char iters[32];
 
+	/* A server that exits at once (its port taken): another port, 5 at most. */
 	snprintf(iters, sizeof(iters), "%llu", (unsigned long long)(n < 20 ? 20 : n));
 	for (k = 0; k < 5 && usec <= 0; k++)
 		usec = net_perftest(test, iters, 20000 + (port + k * 3571) % 20000);

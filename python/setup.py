@@ -4,7 +4,9 @@
 Links libtensorio from the source tree (built first with make -C lib,
 then shipped inside the package next to the extension, found through
 $ORIGIN), or, with TENSORIO_SYSTEM=1, the installed one (pkg-config
-tensorio, after make install)."""
+tensorio, after make install). The torch accelerator (accel/) is built
+too where libtorch-dev and pybind11-dev are installed, unless
+TENSORIO_TORCH_ACCEL=0; without it torch tensors take the DLPack path."""
 
 import glob
 import os
@@ -20,6 +22,10 @@ TOP = os.path.dirname(HERE)
 LIBO = os.path.join(TOP, "build", "lib")
 SONAME = "libtensorio.so.0"
 SYSTEM = os.environ.get("TENSORIO_SYSTEM") == "1"
+TORCH_HDRS = ("/usr/include/torch/csrc/autograd/python_variable.h",
+              "/usr/include/pybind11/pybind11.h")
+TORCH_ACCEL = (os.environ.get("TENSORIO_TORCH_ACCEL") != "0" and
+               all(os.path.exists(h) for h in TORCH_HDRS))
 
 
 def version():
@@ -56,6 +62,24 @@ else:
                     library_dirs=[LIBO], libraries=["tensorio"],
                     runtime_library_dirs=["$ORIGIN"])
 
+ext_modules = [Extension(
+    "tensorio._tensorio",
+    sources=sorted(os.path.relpath(p) for p in glob.glob(os.path.join(HERE, "src", "*.c"))),
+    depends=glob.glob(os.path.join(HERE, "src", "*.h")) + [os.path.join(HERE, "accel", "torch_accel.h")],
+    extra_compile_args=["-std=c11", "-D_GNU_SOURCE", "-fvisibility=hidden",
+                        "-I" + os.path.join(HERE, "accel")] +
+    ext_args.pop("extra_compile_args", []),
+    **ext_args)]
+if TORCH_ACCEL:
+    ext_modules.append(Extension(
+        "tensorio._torch_accel",
+        sources=[os.path.relpath(os.path.join(HERE, "accel", "torch_accel.cc"))],
+        depends=[os.path.join(HERE, "accel", "torch_accel.h")],
+        include_dirs=["/usr/include/torch/csrc/api/include"],
+        extra_compile_args=["-std=c++17", "-fvisibility=hidden"],
+        libraries=["torch_python", "torch_cpu", "c10"],
+        language="c++"))
+
 setup(
     name="tensorio",
     version=version(),
@@ -63,12 +87,7 @@ setup(
     license="LGPL-2.1-or-later",
     packages=["tensorio"],
     package_dir={"tensorio": os.path.relpath(os.path.join(HERE, "tensorio"))},
-    ext_modules=[Extension(
-        "tensorio._tensorio",
-        sources=sorted(os.path.relpath(p) for p in glob.glob(os.path.join(HERE, "src", "*.c"))),
-        depends=glob.glob(os.path.join(HERE, "src", "*.h")),
-        extra_compile_args=["-std=c11", "-D_GNU_SOURCE", "-fvisibility=hidden"],
-        **ext_args)],
+    ext_modules=ext_modules,
     cmdclass={"build_ext": BuildExt},
     python_requires=">=3.11",
 )

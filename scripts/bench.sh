@@ -11,6 +11,8 @@
 #                                 -icount shift=0 (guest insn/op), once per
 #                                 supported kernel (6.12 adds the dma-heap
 #                                 and udmabuf peers)
+#   vm-rdma-<kernel>.txt          the net suite's RDMA rows over soft-RoCE
+#                                 in the same VM mode (tests/net/vm-rxe.sh)
 # TIO_BENCH_VM=0 skips the VM; KVER="rel ..." picks kernels; TIO_BENCH_ARGS adds
 # tio-bench options (e.g. --fast, --baseline NAME) to every run.
 set -euo pipefail
@@ -58,6 +60,15 @@ GUEST
 		echo "# make bench: no results came back from the $kver VM"
 		rc=1
 	fi
+	# The net suite's RDMA rows over soft-RoCE (tests/net/vm-rxe.sh):
+	# RDMA WRITE/READ of tensorio buffers beside ib_write_bw/ib_read_bw.
+	echo "# make bench: net RDMA rows over soft-RoCE in the VM ($kver, insn/op)"
+	# shellcheck disable=SC2086 # $args are words
+	tests/net/vm-stage.sh build/bench/rxe --suite net --case '*rdma*' $args &&
+		TIO_VM_OPT_MODULES='loop crc32_generic veth rdma_rxe' \
+		tests/vm/run.sh -i -k "$kver" -m "build/kmod/$kver/kmod/tensorio.ko" \
+		-b build/bench/rxe -s tests/net/vm-rxe.sh -t 900 |
+		tee "$out/vm-rdma-$kver.txt" || rc=1
 done
 echo "# make bench: results in $out"
 ls "$out"

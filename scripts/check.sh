@@ -112,6 +112,12 @@ for kver in ${TIO_CHECK_KERNELS:-$(scripts/kernels.sh)}; do
 		cp build/tests/lib/test_dev_* build/tests/lib-vm/ &&
 		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \
 		-b build/tests/lib-vm -s tests/lib/vm-tests.sh -t 600"
+	# RDMA verbs on tensorio buffers over soft-RoCE (rxe over a veth):
+	# ibv_reg_mr on the mapping, RDMA WRITE/READ (tests/net/vm-rxe.sh).
+	step "vm-rxe-$kver" bash -c "tests/net/vm-stage.sh build/rxe-vm &&
+		TIO_VM_OPT_MODULES='loop crc32_generic veth rdma_rxe' \
+		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \
+		-b build/rxe-vm -s tests/net/vm-rxe.sh -t 300"
 	# The Python suites on the driver (numpy, no torch: see vm-stage.sh).
 	step "vm-python-$kver" bash -c "python/tests/vm-stage.sh build/python-vm &&
 		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \

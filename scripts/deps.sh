@@ -18,8 +18,9 @@ pkgs=(build-essential pkg-config kmod cpio xz-utils busybox-static
       linux-source-6.1 dkms flex bison bc libelf-dev libssl-dev
       valgrind clang libclang-rt-14-dev libamdhip64-dev
       python3-dev python3-setuptools python3-pip python3-pytest python3-numpy
-      python3-torch
-      libucx-dev ucx-utils)
+      python3-torch libtorch-dev pybind11-dev
+      libucx-dev ucx-utils
+      libibverbs-dev ibverbs-providers ibverbs-utils perftest iproute2)
 
 missing=()
 declare -A have

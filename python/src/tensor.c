@@ -12,7 +12,9 @@
  * keeps the producer's managed tensor until it goes.
  */
 #include "ext.h"
+#include "torch_accel.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define PT_CAP_LEGACY "dltensor"
@@ -593,6 +595,76 @@ static PyObject *pt_call_dlpack(PyObject *o)
 static PyTypeObject *pt_torch_tensor;
 static PyObject *pt_torch_to_dlpack, *pt_str_requires_grad;
 
+/*
+ * The torch accelerator (python/accel), when built and loadable: a
+ * torch.Tensor argument becomes a Tensor over its at::Tensor directly.
+ * pt_accel_api stays once found (its release() is what imported Tensors'
+ * deleters call); pt_accel_use switches the fast path (tests compare).
+ */
+static const struct pt_torch_accel *pt_accel_api;
+static int pt_accel_use;
+
+static void pt_accel_find(void)
+{
+	PyObject *m = PyImport_ImportModule("tensorio._torch_accel"), *cap;
+	const struct pt_torch_accel *api = NULL;
+
+	cap = m ? PyObject_GetAttrString(m, "api") : NULL;
+	if (cap)
+		api = PyCapsule_GetPointer(cap, PT_TORCH_ACCEL_CAPSULE);
+	Py_XDECREF(cap);
+	Py_XDECREF(m);
+	PyErr_Clear();	/* not built, or for another torch: the DLPack path */
+	if (api && api->abi == PT_TORCH_ACCEL_ABI) {
+		pt_accel_api = api;
+		pt_accel_use = 1;
+	}
+}
+
+/*
+ * The producer side of an accelerated argument: the storage reference,
+ * and its own shape and strides (the torch.Tensor's may change).
+ */
+#define PT_ACCEL_NDIM 16	/* more dimensions: the DLPack path */
+struct pt_accel_mt {
+	DLManagedTensor mt;
+	int64_t shape[PT_ACCEL_NDIM], strides[PT_ACCEL_NDIM];
+};
+
+static void pt_accel_deleter(DLManagedTensor *mt)
+{
+	pt_accel_api->release(mt->manager_ctx);
+	free(mt);
+}
+
+/*
+ * A torch.Tensor argument through the accelerator: 1 with a Tensor that
+ * owns a storage reference (so a callee keeping it keeps the memory, as
+ * with torch's DLPack export), 0 when the DLPack path must take it, -1
+ * with a Python error set.
+ */
+static int pt_accel_arg(PyObject *o, tio_object_t **out)
+{
+	struct pt_accel_mt *a = malloc(sizeof(*a));
+
+	if (!a) {
+		PyErr_NoMemory();
+		return -1;
+	}
+	if (!pt_accel_api->fill(o, &a->mt.dl_tensor, &a->mt.manager_ctx,
+				a->shape, a->strides, PT_ACCEL_NDIM)) {
+		free(a);
+		return 0;
+	}
+	a->mt.deleter = pt_accel_deleter;
+	if (tio_tensor_from_dlpack(&a->mt, 0, 0, out)) {
+		pt_accel_deleter(&a->mt);
+		pt_raise();
+		return -1;
+	}
+	return 1;
+}
+
 static int pt_torch_find(PyTypeObject *tp)
 {
 	PyObject *torch, *cls, *c, *f = NULL;
@@ -613,6 +685,7 @@ static int pt_torch_find(PyTypeObject *tp)
 			pt_torch_tensor = tp;	/* the reference from cls stays */
 			pt_torch_to_dlpack = f;
 			PyErr_Clear();
+			pt_accel_find();
 			return 1;
 		}
 	}
@@ -667,8 +740,15 @@ static int pt_has_dlpack(PyObject *o)
  */
 int pt_tensor_arg(PyObject *o, tio_object_t **out)
 {
-	PyObject *cap = pt_torch_capsule(o);
+	PyObject *cap;
 	int rc;
+
+	if (Py_TYPE(o) == pt_torch_tensor && pt_accel_use) {
+		rc = pt_accel_arg(o, out);
+		if (rc)
+			return rc;
+	}
+	cap = pt_torch_capsule(o);
 
 	if (cap) {
 		rc = pt_tensor_from_capsule(cap, 0, out);
@@ -779,7 +859,41 @@ static PyObject *pt_empty_fn(PyObject *m, PyObject *args, PyObject *kw)
 	return pt_wrap(t);
 }
 
+/*
+ * _torch_accel(on=None): whether torch.Tensor arguments take the torch
+ * accelerator (looked for now if torch is imported); on switches it, for
+ * tests comparing both paths. Never true when it is not built or loadable.
+ */
+static PyObject *pt_torch_accel_fn(PyObject *m, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = { "on", NULL };
+	PyObject *on = Py_None, *torch, *cls;
+
+	(void)m;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &on))
+		return NULL;
+	if (!pt_torch_tensor) {
+		torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");	/* borrowed */
+		cls = torch ? PyObject_GetAttrString(torch, "Tensor") : NULL;
+		if (cls && PyType_Check(cls))
+			pt_torch_find((PyTypeObject *)cls);
+		Py_XDECREF(cls);
+		PyErr_Clear();
+	}
+	if (on != Py_None) {
+		int v = PyObject_IsTrue(on);
+
+		if (v < 0)
+			return NULL;
+		pt_accel_use = v && pt_accel_api;
+	}
+	return PyBool_FromLong(pt_accel_use);
+}
+
 PyMethodDef pt_tensor_functions[] = {
+	{ "_torch_accel", (PyCFunction)(void (*)(void))pt_torch_accel_fn,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "_torch_accel(on=None): whether torch.Tensor arguments take the torch accelerator" },
 	{ "from_dlpack", (PyCFunction)(void (*)(void))pt_from_dlpack,
 	  METH_VARARGS | METH_KEYWORDS,
 	  "from_dlpack(obj, *, require_contiguous=False): a Tensor sharing obj's memory" },

@@ -22,6 +22,8 @@ for p in _pytest pytest pluggy iniconfig packaging py py.py attr attrs numpy; do
 done
 rm -rf "$out/py/site/numpy/tests" "$out/py/site/numpy/"*/tests
 cp -a "$top/python/tensorio" "$out/py/site/"
+# No torch in the guest: its accelerator would only drag libtorch in.
+rm -f "$out/py/site/tensorio/_torch_accel"*
 cp -L "$top/build/lib/libtensorio.so.0" "$out/libs/"
 cp -a "$top/python/tests" "$out/tests"
 [ -e "$top/build/tests/lib/fixtures/fixture_module.so" ] &&

@@ -17,7 +17,7 @@ echo "TAP version 13"
 t "--save-baseline creates its directory on a fresh tree" 0 "baseline saved: $TIO_BENCH_BASELINES/b1.json" \
 	"$bench" "${one[@]}" --save-baseline b1
 t "the JSON header records --fast, the repeats and sample length it took; rows their sample count (jq)" 0 true \
-	jq -e '.header.fast == true and .header.repeats == 10 and .header.min_samples == 5 and
+	jq -e '.header.fast == true and .header.repeats == 10 and .header.procs == 1 and .header.min_samples == 5 and
 	       .header.sample_target == 100000 and .results[0].n == 10 and
 	       (.results[0].samples | length) == 10' "$TIO_BENCH_BASELINES/b1.json"
 t "the JSON header records the reference loop: 3 samples before the case and 3 after (jq)" 0 true \
@@ -37,6 +37,40 @@ t "a second --fast run is judged and shows the reference loop's scale (verdict n
 		 grep -q 'c-indirect-call: .* 95% CI' <<<\"\$out\" && echo judged"
 t "--repeat 3: rows still reported, as too few to tell from noise" 0 \
 	"c-indirect-call: .*10 and 3 samples: too few to tell from noise" "$bench" "${one[@]}" --repeat 3 --baseline b1
+# Several processes per case: the harness re-executes itself per process.
+t "--procs 2: the case runs in 2 processes of 5 samples; the JSON keeps each process's median (jq)" 0 true \
+	bash -c "'$bench' ${one[*]} --repeat 5 --procs 2 --json '$tmp/p2.json' >/dev/null &&
+		 jq -e '.format == \"tio-bench/2\" and .header.procs == 2 and .header.repeats == 5 and
+			.results[0].n == 10 and (.results[0].process_medians | length) == 2 and
+			(.results[0].process_medians | all(. > 0)) and .header.reference.n == 9' '$tmp/p2.json'"
+t "--procs 2 runs in rounds: process 1 of every case, then process 2; rows after the last" 0 \
+	"^# round 1 of 2: .*# round 2 of 2: process 2 of every case .rows as each case ends. call/int-1 .* call/int-2 " \
+	bash -c "'$bench' --fast --suite ffi --case 'call/int-*' --repeat 2 --procs 2 | grep -E '^# round|^call' | tr '\n' ' '"
+t "--procs 2 against itself: judged on the process medians" 0 \
+	"ok   ffi/breakdown/c-indirect-call: .* over 2 and 2 processes, 95% CI .*process medians" \
+	"$bench" --load "$tmp/p2.json" --baseline "$tmp/p2.json"
+t "--procs 2 against a one-process baseline: judged within a process, and says so" 0 \
+	"1 cases judged on their samples within one process" \
+	"$bench" --load "$tmp/p2.json" --baseline b1
+t "--procs 2 where no result file can be made: the case fails, naming the directory" 1 \
+	"c-indirect-call .*FAILED: a result file for its process in $tmp/none: No such file" \
+	env TMPDIR="$tmp/none" "$bench" "${one[@]}" --procs 2
+t "--clock wall: plain wall-clock figures, said in the header" 0 "^# mode:     wall clock$" \
+	"$bench" "${one[@]}" --repeat 1 --clock wall
+if [ -r /proc/thread-self/schedstat ]; then
+	t "--clock run (the default here): run-queue wait taken off, said in the header and the JSON" 0 true \
+		bash -c "'$bench' ${one[*]} --repeat 1 --json '$tmp/clk.json' >'$tmp/clk.txt' &&
+			 grep -q '^# mode:     wall clock less run-queue wait$' '$tmp/clk.txt' &&
+			 jq -e '.header.mode == \"wall clock less run-queue wait\"' '$tmp/clk.json'"
+else
+	n=$((n + 1)); echo "ok $n # SKIP no /proc/thread-self/schedstat"
+fi
+t "--clock other is refused" 2 "usage: tio-bench" "$bench" "${one[@]}" --clock cpu
+t "--procs 0 is refused" 2 "--procs 0: 1 to 64" "$bench" "${one[@]}" --procs 0
+t "--worker alone is refused" 2 "--worker needs --suite, --case and --json" "$bench" --worker
+t "a full run (no --fast) records 3 processes per case by default (jq)" 0 true \
+	bash -c "'$bench' --suite ffi --case breakdown/c-indirect-call --repeat 2 --json '$tmp/full.json' >/dev/null &&
+		 jq -e '.header.procs == 3 and (.results[0].process_medians | length) == 3' '$tmp/full.json'"
 t "a missing baseline names the path and the fault, before running" 2 \
 	"baseline nope: $TIO_BENCH_BASELINES/nope.json: no such file" "$bench" "${one[@]}" --baseline nope
 echo '{"results": ' >"$TIO_BENCH_BASELINES/bad.json"

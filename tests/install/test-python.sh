@@ -10,7 +10,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp" "$top/python/build" "$top"/python/*.egg-info' EXIT
 . "$top/tests/include/tap.sh"
 echo "TAP version 13"
-echo "1..3"
+echo "1..4"
 t "pip install --no-build-isolation --no-index ./python" \
 	$py -m pip install -q --no-build-isolation --no-index --no-deps \
 	--target "$tmp/site" "$top/python"
@@ -30,4 +30,11 @@ t "the installed package imports its own libtensorio" \
 t "the package version is the library version" \
 	env -C "$tmp" PYTHONPATH="$tmp/site" $py -c \
 	"import tensorio, sys; sys.exit(tensorio.__version__ != '$(sed -n 's/^VERSION := //p' "$top/Makefile")')"
+# Built where libtorch-dev is installed (python/setup.py), and then used.
+accel=0
+[ -e /usr/include/torch/csrc/autograd/python_variable.h ] &&
+	[ -e /usr/include/pybind11/pybind11.h ] && accel=1
+t "torch tensors take the accelerator exactly when it can be built ($accel)" \
+	env -C "$tmp" PYTHONPATH="$tmp/site" $py -c \
+	"import sys, torch, tensorio; sys.exit(tensorio._tensorio._torch_accel() != bool($accel))"
 exit $bad

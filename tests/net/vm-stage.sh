@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Stage the soft-RoCE test for the VM (tests/vm/run.sh -b DIR -s
+# tests/net/vm-rxe.sh): tio_rxe_test, iproute2's ip and rdma, perftest's
+# ib_write_bw/ib_read_bw, ibv_devinfo, and the rxe verbs provider with its
+# /etc/libibverbs.d entry (dlopened, so run.sh's ldd pass cannot find it;
+# the guest script puts both where libibverbs looks). run.sh copies the
+# shared libraries of every program here. Whatever the host lacks is left
+# out; the guest script then skips and says what was missing.
+# With ARGS, tio-bench comes too and the guest runs "tio-bench ARGS" after
+# the test (the net suite's RDMA rows: docs/benchmarks.md).
+# Usage: vm-stage.sh DIR [ARGS...]
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=${1:?usage: vm-stage.sh DIR [tio-bench ARGS...]}
+shift
+rm -rf "$out" && mkdir -p "$out/verbs"
+t=$top/build/tests/net/tio_rxe_test
+[ -x "$t" ] && cp "$t" "$out/"
+for p in ip rdma ib_write_bw ib_read_bw ibv_devinfo; do
+	f=$(command -v "$p" || PATH=/usr/sbin:/sbin:$PATH command -v "$p" || true)
+	[ -n "$f" ] && cp "$f" "$out/"
+done
+prov=$(ls /usr/lib/*/libibverbs/librxe-rdmav*.so 2>/dev/null | head -1 || true)
+if [ -n "$prov" ] && [ -e /etc/libibverbs.d/rxe.driver ]; then
+	cp "$prov" "$out/verbs/"
+	cp /etc/libibverbs.d/rxe.driver "$out/verbs/"
+	dirname "$prov" >"$out/verbs/provider-dir"
+fi
+if [ $# -gt 0 ]; then
+	cp "$top/build/bench/tio-bench" "$out/"
+	echo "$*" >"$out/bench-args"
+fi
