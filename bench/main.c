@@ -398,7 +398,7 @@ failed:
 /*
  * One process of case @c: this program again (/proc/self/exe), told to
  * run that case alone with this run's settings and to write its result
- * to a temporary file; its standard output goes nowhere. A fresh exec,
+ * to an unlinked temporary file; its standard output goes nowhere. A fresh exec,
  * not a fork: the new process gets its own stack, heap and mappings.
  */
 static int run_worker(const struct opts *o, const struct bench_case *c,
@@ -420,7 +420,13 @@ static int run_worker(const struct opts *o, const struct bench_case *c,
 			 dir && *dir ? dir : "/tmp", strerror(-err));
 		return err;
 	}
-	close(fd);
+	/*
+	 * Unlinked at once: an interrupted run leaves nothing behind. The
+	 * worker writes it as /dev/fd/N (inherited), this process reads it
+	 * back as /proc/self/fd/N.
+	 */
+	unlink(tmp);
+	snprintf(tmp, sizeof(tmp), "/dev/fd/%d", fd);
 	snprintf(rep, sizeof(rep), "%d", repeats_of(o));
 	argv[argc++] = "tio-bench";
 	argv[argc++] = "--worker";
@@ -450,7 +456,7 @@ static int run_worker(const struct opts *o, const struct bench_case *c,
 	pid = fork();
 	if (pid < 0) {
 		err = -errno;
-		unlink(tmp);
+		close(fd);
 		snprintf(why, len, "fork for its process: %s", strerror(-err));
 		return err;
 	}
@@ -464,8 +470,9 @@ static int run_worker(const struct opts *o, const struct bench_case *c,
 	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	snprintf(tmp, sizeof(tmp), "/proc/self/fd/%d", fd);
 	err = bench_load_json(tmp, &wh, wr, wn);
-	unlink(tmp);
+	close(fd);
 	if (!err) {
 		bench_header_free(&wh);
 		if (*wn == 1)

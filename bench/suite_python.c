@@ -40,6 +40,21 @@ static struct {
 	char why[160];
 } py;
 
+/*
+ * Python is never finalised here, so the helper's atexit handler (which
+ * removes the weights it wrote to a temporary directory) would not run:
+ * call it when this process exits.
+ */
+static void py_cleanup(void)
+{
+	py_object *r = py.call_method(py.helper, "_cleanup", NULL);
+
+	if (r)
+		py.decref(r);
+	else
+		py.err_print();
+}
+
 static int py_load(void)
 {
 	const char *lib = getenv("TIO_BENCH_LIBPYTHON");
@@ -75,6 +90,7 @@ static int py_load(void)
 		return -1;
 	}
 	py.state = 1;
+	atexit(py_cleanup);
 	return 1;
 }
 

@@ -33,6 +33,7 @@ static int tio_net_rma(bool put, tio_net_ep_t *ep, tio_net_mem_t *local,
 	ucs_status_ptr_t req;
 	void *laddr;
 	uint64_t raddr, sq = 0;
+	int64_t t;
 	int ret;
 
 	if (remote->ep != ep)
@@ -99,7 +100,25 @@ issued:
 			*seqno = sq;
 		return 0;
 	}
-	ret = tio_net_op_wait(w, op, -1);
+	/* Where UCX watches the peer its keepalive bounds the wait. */
+	t = ep->peer_checked ? -1 : w->close_timeout_ns;
+	ret = tio_net_op_wait(w, op, t);
+	if (ret == -ETIMEDOUT && !op->done) {
+		/*
+		 * A peer UCX does not watch (shared memory) did not answer:
+		 * give up, and fail the endpoint so that nothing else waits
+		 * for it and its close goes by force. UCX keeps the request
+		 * until then; the op stays with the worker as long.
+		 */
+		ucp_request_cancel(w->worker, op->req);
+		if (!ep->failed)
+			ep->failed = -ETIMEDOUT;
+		tio_net_op_orphan(w, op);
+		pthread_mutex_unlock(&w->lock);
+		return tio_net_raise(ep, ETIMEDOUT,
+				     "net %s of %llu bytes: no answer after %lld ms (TIO_NET_CLOSE_TIMEOUT_MS), the endpoint failed",
+				     what, (unsigned long long)len, (long long)(t / 1000000));
+	}
 	free(op);
 	if (ret && ep->failed)
 		ret = ep->failed;

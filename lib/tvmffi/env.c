@@ -198,34 +198,46 @@ int TVMFFIEnvModRegisterContextSymbol(const char *name, void *symbol)
 	return tio_module_register_context_symbol(name, symbol);
 }
 
-#define SYMBOL_PREFIX "__tvm_ffi_"
-
 /*
- * TVM FFI's system library symbols: "__tvm_ffi_NAME" is the function NAME
- * (a safe call); "__tvm_ffi__library_ctx" a void * set to the system
- * library now. A name already taken is a KeyError (TVM FFI overrides it).
+ * TVM FFI's system library symbols (tio_system_lib_register_symbol()):
+ * "__tvm_ffi_NAME" a function, a later one replacing an earlier as in TVM
+ * FFI; "PREFIX__tvm_ffi__library_ctx" a void * set to the system library
+ * of PREFIX.
  */
 int TVMFFIEnvModRegisterSystemLibSymbol(const char *name, void *ptr)
 {
-	size_t n = sizeof(SYMBOL_PREFIX) - 1;
-	tio_object_t *lib;
+	return tio_system_lib_register_symbol(name, ptr);
+}
 
-	if (!name || !ptr)
-		return tio_error_raise("ValueError", "NULL name or symbol");
-	if (strncmp(name, SYMBOL_PREFIX, n) || !name[n])
-		return tio_error_raise("ValueError", "system library symbol '%s' is not "
-				       SYMBOL_PREFIX "NAME", name);
-	if (!strcmp(name + n, "_library_ctx")) {
-		if (tio_module_system_lib(&lib))
-			return -1;
-		*(void **)ptr = lib;
-		tio_object_decref(lib);		/* the system library is never freed */
-		return 0;
-	}
-	if (!strcmp(name + n, "_library_bin"))
-		return tio_error_raise("ImportError",
-				       "the system library takes no embedded library binary");
-	return tio_system_lib_register(name + n, (tio_safe_call_t)ptr);
+/* TVM FFI's global ffi.SystemLib([prefix]): the system library of a prefix. */
+static int system_lib_global(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	char prefix[256];
+	const char *s = "";
+	size_t n = 0;
+	tio_object_t *m;
+
+	(void)self;
+	if (nargs > 1)
+		return tio_error_raise("TypeError", "ffi.SystemLib takes at most 1 argument, got %d",
+				       nargs);
+	if (nargs == 1 && tio_any_to_str(&args[0], &s, &n))
+		return -1;
+	if (n >= sizeof(prefix) || memchr(s, 0, n))
+		return tio_error_raise("ValueError", "ffi.SystemLib: bad prefix (%zu bytes)", n);
+	memcpy(prefix, s, n);
+	prefix[n] = 0;
+	if (tio_module_system_lib_prefixed(prefix, &m))
+		return -1;
+	*ret = tio_any_object(m);
+	return 0;
+}
+
+__attribute__((constructor)) static void env_init(void)
+{
+	/* Only fails for want of memory; the global is then simply absent. */
+	if (tio_func_register_global("ffi.SystemLib", system_lib_global, NULL, 0))
+		tio_error_clear();
 }
 
 int TVMFFIEnvModLookupFromImports(TVMFFIObjectHandle library_ctx, const char *func_name,

@@ -185,7 +185,7 @@ static TVMFFITypeInfo *build(const tio_type_info_t *t, TVMFFITypeInfo *old)
 		fill_field(&fields[i], &t->fields[i]);
 	for (i = 0; i < t->num_methods; i++)
 		fill_method(&methods[i], &t->methods[i]);
-	d->type_ancestors = anc;
+	d->type_ancestors = t->type_depth ? anc : NULL;	/* as TVM FFI */
 	d->num_fields = t->num_fields;
 	d->num_methods = t->num_methods;
 	d->fields = fields;

@@ -597,7 +597,7 @@ static PyObject *pt_torch_to_dlpack, *pt_str_requires_grad;
 
 /*
  * The torch accelerator (python/accel), when built and loadable: a
- * torch.Tensor argument becomes a Tensor over its at::Tensor directly.
+ * torch.Tensor argument becomes a Tensor filled from its at::Tensor.
  * pt_accel_api stays once found (its release() is what imported Tensors'
  * deleters call); pt_accel_use switches the fast path (tests compare).
  */

@@ -61,6 +61,7 @@ def tensors():
         torch.zeros(2, 2, dtype=torch.float16), torch.zeros(2, dtype=torch.bfloat16),
         torch.zeros(5, dtype=torch.int8), torch.zeros(2, dtype=torch.complex64),
         torch.zeros(2, 3).t().contiguous(), torch.zeros(1, 8)[:, 3:],
+        torch.zeros((1,) * 17),    # more than the accelerator takes
     ]
 
 
@@ -127,7 +128,9 @@ def test_kept_argument_has_its_own_shape(paths):
 
 
 def test_refusals_are_the_same(paths):
-    bad = [torch.zeros(2, requires_grad=True), torch.zeros(2).to_sparse()]
+    bad = [torch.zeros(2, requires_grad=True), torch.zeros(2).to_sparse(),
+           torch.quantize_per_tensor(torch.zeros(2), 0.1, 0, torch.qint8),
+           torch.tensor([True, False])]    # torch 1.13 exports no bool
     for t in bad:
         errors = []
         for on in paths:

@@ -139,6 +139,12 @@ static int syslib_double(void *self, const tio_any_t *args, int32_t nargs, tio_a
 	return 0;
 }
 
+static int syslib_triple(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	*ret = tio_any_int(3 * args[0].v_int64);
+	return 0;
+}
+
 TIO_SYSTEM_LIB_FUNC(test_double, syslib_double)
 
 TEST(system_library)
@@ -156,12 +162,115 @@ TEST(system_library)
 	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
 	EXPECT_EQ(42, ret.v_int64);
 	tio_object_decref(f);
-	EXPECT_EQ(-1, tio_system_lib_register("test_double", syslib_double));
-	ASSERT_RAISED("KeyError", "already has 'test_double'");
+	/* As TVM FFI: a name registered again takes the new function. */
+	ASSERT_EQ(0, tio_system_lib_register("test_double", syslib_triple));
+	ASSERT_EQ(0, tio_module_get_function(sys, "test_double", &f));
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(63, ret.v_int64);
+	tio_object_decref(f);
 	ASSERT_EQ(0, tio_system_lib_register("test_later", syslib_double));
 	ASSERT_EQ(0, tio_module_list_functions(sys, &names));
-	EXPECT_GE(tio_array_size(names.v_obj), 2);
+	EXPECT_EQ(2, tio_array_size(names.v_obj));	/* test_double once */
 	tio_any_decref(&names);
+
+	EXPECT_EQ(-1, tio_system_lib_register("_library_ctx", syslib_double));
+	ASSERT_RAISED("ValueError", "'_library_ctx' is a library symbol");
+	EXPECT_EQ(-1, tio_system_lib_register("_library_bin", syslib_double));
+	ASSERT_RAISED("ValueError", "not a function");
+	EXPECT_EQ(-1, tio_system_lib_register("", syslib_double));
+	ASSERT_RAISED("ValueError", "must be given");
+	EXPECT_EQ(-1, tio_system_lib_register("x", NULL));
+	ASSERT_RAISED("ValueError", "must be given");
+	EXPECT_EQ(-1, tio_system_lib_register(NULL, syslib_double));
+	ASSERT_RAISED("ValueError", "must be given");
+	{
+		char longname[300];
+
+		memset(longname, 'a', sizeof(longname) - 1);
+		longname[sizeof(longname) - 1] = 0;
+		EXPECT_EQ(-1, tio_system_lib_register(longname, syslib_double));
+		ASSERT_RAISED("ValueError", "longer than 245 bytes");
+	}
+	EXPECT_FALSE(tio_module_implements_function(sys, "nope"));
+	tio_object_decref(sys);
+	ASSERT_NO_LEAKS();
+}
+
+/* ffi.SystemLib(prefix): __tvm_ffi_<prefix><NAME> first, then __tvm_ffi_<NAME>. */
+TEST(system_library_prefixed)
+{
+	tio_any_t arg = tio_any_int(7), ret = tio_any_none(), names, s;
+	tio_object_t *sys, *p, *p2, *q, *f;
+	void *ctx_p = NULL, *ctx_q = NULL, *ctx = NULL;
+	const char *t;
+
+	ASSERT_EQ(0, tio_system_lib_register_symbol("__tvm_ffi_pfx_double", (void *)syslib_double));
+	ASSERT_EQ(0, tio_system_lib_register_symbol("__tvm_ffi_same", (void *)syslib_double));
+	ASSERT_EQ(0, tio_system_lib_register_symbol("__tvm_ffi_pfx_same", (void *)syslib_triple));
+	ASSERT_EQ(0, tio_system_lib_register_symbol("pfx___tvm_ffi__library_ctx", &ctx_p));
+	EXPECT_EQ(NULL, ctx_p);		/* set when the library of pfx_ is made */
+	ASSERT_EQ(0, tio_module_system_lib_prefixed("pfx_", &p));
+	EXPECT_EQ(p, ctx_p);
+	ASSERT_EQ(0, tio_module_system_lib_prefixed("pfx_", &p2));
+	EXPECT_EQ(p, p2);		/* one per prefix, kept */
+	tio_object_decref(p2);
+	ASSERT_EQ(0, tio_module_system_lib(&sys));
+	EXPECT_NE(sys, p);
+	ASSERT_EQ(0, tio_system_lib_register_symbol("__tvm_ffi__library_ctx", &ctx));
+	EXPECT_EQ(sys, ctx);		/* the unprefixed one always exists */
+	ASSERT_EQ(0, tio_system_lib_register_symbol("pfx___tvm_ffi__library_ctx", &ctx_q));
+	EXPECT_EQ(p, ctx_q);		/* made already: set at once */
+
+	ASSERT_EQ(0, tio_module_get_function(p, "double", &f));	/* __tvm_ffi_pfx_double */
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(14, ret.v_int64);
+	tio_object_decref(f);
+	ASSERT_EQ(0, tio_module_get_function(p, "same", &f));	/* the prefixed one first */
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(21, ret.v_int64);
+	tio_object_decref(f);
+	ASSERT_EQ(0, tio_module_get_function(sys, "same", &f));
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(14, ret.v_int64);
+	tio_object_decref(f);
+	ASSERT_EQ(0, tio_module_get_function(p, "test_double", &f));	/* unprefixed fallback */
+	ASSERT_NE(NULL, f);
+	tio_object_decref(f);
+	EXPECT_TRUE(tio_module_implements_function(p, "double"));
+	EXPECT_FALSE(tio_module_implements_function(sys, "double"));
+	EXPECT_TRUE(tio_module_implements_function(sys, "pfx_double"));
+	ASSERT_EQ(0, tio_module_get_function(sys, "double", &f));
+	EXPECT_EQ(NULL, f);
+	ASSERT_EQ(0, tio_module_list_functions(p, &names));
+	/* double, pfx_double, pfx_same, same, test_double: sorted, once each */
+	ASSERT_EQ(5, tio_array_size(names.v_obj));
+	ASSERT_EQ(0, tio_array_get(names.v_obj, 0, &s));
+	ASSERT_EQ(0, tio_any_to_str(&s, &t, NULL));
+	EXPECT_EQ(0, strncmp(t, "double", 6));
+	tio_any_decref(&s);
+	tio_any_decref(&names);
+	ASSERT_EQ(0, tio_module_system_lib_prefixed("other_", &q));
+	EXPECT_NE(q, ctx_q);
+	EXPECT_FALSE(tio_module_implements_function(q, "double"));
+	EXPECT_TRUE(tio_module_implements_function(q, "same"));
+	tio_object_decref(q);
+
+	EXPECT_EQ(-1, tio_system_lib_register_symbol("plain_name", (void *)syslib_double));
+	ASSERT_RAISED("ValueError", "'plain_name' is neither __tvm_ffi_NAME");
+	EXPECT_EQ(-1, tio_system_lib_register_symbol("__tvm_ffi_", (void *)syslib_double));
+	ASSERT_RAISED("ValueError", "neither");
+	EXPECT_EQ(-1, tio_system_lib_register_symbol("pfx___tvm_ffi__library_bin", &ctx));
+	ASSERT_RAISED("ImportError", "no embedded library binary");
+	EXPECT_EQ(-1, tio_system_lib_register_symbol(NULL, &ctx));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, tio_system_lib_register_symbol("__tvm_ffi_x", NULL));
+	ASSERT_RAISED("ValueError", "NULL");
+	EXPECT_EQ(-1, tio_module_system_lib_prefixed(NULL, &q));
+	ASSERT_RAISED("ValueError", "prefix and output");
+	EXPECT_EQ(-1, tio_module_system_lib_prefixed("pfx_", NULL));
+	ASSERT_RAISED("ValueError", "prefix and output");
+	tio_object_decref(p);
 	tio_object_decref(sys);
 	ASSERT_NO_LEAKS();
 }

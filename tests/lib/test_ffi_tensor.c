@@ -158,6 +158,37 @@ TEST(checks_refuse_and_leave_ownership)
 	mt->dl_tensor.shape = neg;
 	EXPECT_EQ(-1, tio_tensor_from_dlpack(mt, 0, 0, &t));
 	ASSERT_RAISED("ValueError", "negative");
+	mt->dl_tensor.strides = NULL;	/* found while the strides are filled in */
+	EXPECT_EQ(-1, tio_tensor_from_dlpack(mt, 0, 0, &t));
+	ASSERT_RAISED("ValueError", "dimension 1 is negative");
+	{
+		/* Strides filled in; a huge product of dimensions is no overflow. */
+		int64_t huge[2] = { INT64_MAX, 3 };
+		DLManagedTensor keep = { .dl_tensor = mt->dl_tensor };	/* no deleter */
+		DLManagedTensorVersioned *vmt = make_versioned(1, 0);
+
+		keep.dl_tensor.shape = huge;
+		ASSERT_EQ(0, tio_tensor_from_dlpack(&keep, 0, 0, &t));
+		EXPECT_EQ(3, tio_tensor_dl(t)->strides[0]);
+		EXPECT_EQ(1, tio_tensor_dl(t)->strides[1]);
+		tio_object_decref(t);
+		vmt->dl_tensor.shape = neg;
+		vmt->dl_tensor.strides = NULL;
+		EXPECT_EQ(-1, tio_tensor_from_dlpack_versioned(vmt, 0, 0, &t));
+		ASSERT_RAISED("ValueError", "dimension 1 is negative");
+		vmt->deleter(vmt);
+	}
+	mt->dl_tensor.shape = NULL;
+	EXPECT_EQ(-1, tio_tensor_from_dlpack(mt, 0, 0, &t));
+	ASSERT_RAISED("ValueError", "rank 2");
+	mt->dl_tensor.shape = neg;
+	mt->dl_tensor.dtype.bits = 0;
+	EXPECT_EQ(-1, tio_tensor_from_dlpack(mt, 0, 0, &t));
+	ASSERT_RAISED("ValueError", "0 bits");
+	mt->dl_tensor.dtype.bits = 32;
+	mt->dl_tensor.ndim = 65;
+	EXPECT_EQ(-1, tio_tensor_from_dlpack(mt, 0, 0, &t));
+	ASSERT_RAISED("ValueError", "rank 65");
 	mt->dl_tensor.ndim = -1;
 	EXPECT_EQ(-1, tio_tensor_from_dlpack(mt, 0, 0, &t));
 	ASSERT_RAISED("ValueError", "rank");

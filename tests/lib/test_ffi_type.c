@@ -106,6 +106,48 @@ TEST(register_and_look_up)
 	ASSERT_NO_LEAKS();
 }
 
+/* The values an Any holds in place have root entries under TVM FFI's keys. */
+TEST(pod_types)
+{
+	static const char *const keys[] = {
+		"None", "int", "bool", "float", "void*", "DataType", "Device", "DLTensor*",
+		"const char*", "TVMFFIByteArray*", "ObjectRValueRef", "ffi.SmallStr",
+		"ffi.SmallBytes",
+	};
+	const tio_type_info_t *ti;
+	int32_t i, idx;
+
+	for (i = 0; i < (int32_t)(sizeof(keys) / sizeof(keys[0])); i++) {
+		idx = -1;
+		ASSERT_EQ(0, tio_type_key_to_index(keys[i], &idx));
+		EXPECT_EQ(i, idx);
+		ti = tio_type_info(i);
+		ASSERT_NE(NULL, ti);
+		EXPECT_STREQ(keys[i], ti->type_key);
+		EXPECT_EQ(i, ti->type_index);
+		EXPECT_EQ(0, ti->type_depth);
+		EXPECT_EQ(-1, ti->parent_index);
+		EXPECT_EQ(0, ti->num_fields);
+		EXPECT_EQ(0, tio_type_is_subtype(i, TIO_TYPE_OBJECT));
+	}
+	EXPECT_EQ(TIO_TYPE_SMALL_BYTES, i - 1);
+	EXPECT_EQ(NULL, tio_type_info(TIO_TYPE_SMALL_BYTES + 1));
+	EXPECT_EQ(NULL, tio_type_info(TIO_TYPE_STATIC_OBJECT_BEGIN - 1));
+	EXPECT_EQ(-1, tio_type_key_to_index("Any", &idx));
+	ASSERT_RAISED("KeyError", "no type 'Any'");
+	/* Not object types: nothing derives from them. */
+	EXPECT_EQ(-1, tio_type_register("test.SubInt", TIO_TYPE_INT, &idx));
+	ASSERT_RAISED("ValueError", "parent type 'int' (1) is not an object type");
+	EXPECT_EQ(-1, tio_type_register_static("test.SubNone", TIO_TYPE_NONE, 102, &idx));
+	ASSERT_RAISED("ValueError", "'None' (0) is not an object type");
+	EXPECT_EQ(-1, tio_type_register("int", TIO_TYPE_OBJECT, &idx));
+	ASSERT_RAISED("ValueError", "'int' is already registered with parent -1");
+	EXPECT_EQ(-1, tio_type_key_to_index("test.SubInt", &idx));
+	ASSERT_RAISED("KeyError", "test.SubInt");
+	EXPECT_EQ(NULL, tio_type_info(102));
+	ASSERT_NO_LEAKS();
+}
+
 TEST(register_static)
 {
 	int32_t a, idx = 0;

@@ -543,6 +543,64 @@ TEST_F(net_dead, close_after_peer_killed_mid_put)
 }
 
 /*
+ * A put or get without a stream towards a dead peer returns: where UCX
+ * does not watch the peer (shared memory) after TIO_NET_CLOSE_TIMEOUT_MS
+ * (1 s here) with ETIMEDOUT, failing the endpoint; over TCP when
+ * keepalive fails the endpoint. Either way the error names the peer and
+ * the operation, a later one fails at once, and the close frees it all.
+ */
+static void rma_towards_dead_peer(struct __test_metadata *_metadata,
+				  FIXTURE_DATA(net) *n, const char *tls, bool put)
+{
+	const char *what = put ? "net put" : "net get";
+	struct tio_desc got;
+	tio_net_rkey_t *rk;
+	tio_net_mem_t *m;
+	tio_buffer_t *b;
+	tio_object_t *e;
+
+	ASSERT_OK(tio_net_recv_desc(n->ep, TAG_DESC, 10000000000LL, &got, &rk));
+	ASSERT_OK(tio_buffer_alloc(NBYTES, NULL, &b));
+	ASSERT_OK(tio_net_mem_register(n->w, b, &m));
+	kill_peer(&n->child);
+	EXPECT_EQ(-1, (put ? tio_net_put : tio_net_get)(n->ep, m, 0, rk, 0, NBYTES,
+							  NULL, NULL));
+	if (strstr(tls, "sm"))
+		EXPECT_EQ(ETIMEDOUT, tio_errno());
+	e = tio_error_move_from_raised();
+	ASSERT_NE(NULL, e);
+	fprintf(stderr, "# %s (errno %d)\n", tio_error_message(e), tio_errno());
+	EXPECT_NE(NULL, strstr(tio_error_message(e), "peer child"));
+	EXPECT_NE(NULL, strstr(tio_error_message(e), what));
+	tio_object_decref(e);
+	if (strstr(tls, "sm")) {
+		/* The endpoint failed: the next transfer does not wait again. */
+		EXPECT_EQ(-1, tio_net_get(n->ep, m, 0, rk, 0, 4096, NULL, NULL));
+		EXPECT_NE(NULL, strstr(tio_error_message(tio_error_peek_raised()),
+				       "the endpoint failed"));
+		tio_error_clear();
+	}
+	tio_net_rkey_destroy(rk);
+	/* A failed endpoint's close reports the failure, and frees it. */
+	if (tio_net_ep_close(n->ep) == 0)
+		EXPECT_EQ(NULL, strstr(tls, "sm"));
+	n->ep = NULL;
+	tio_error_clear();
+	tio_net_mem_deregister(m);
+	tio_buffer_decref(b);
+}
+
+TEST_F(net_dead, put_without_stream_after_peer_killed)
+{
+	rma_towards_dead_peer(_metadata, &self->n, variant->tls, true);
+}
+
+TEST_F(net_dead, get_without_stream_after_peer_killed)
+{
+	rma_towards_dead_peer(_metadata, &self->n, variant->tls, false);
+}
+
+/*
  * The same operations as FFI globals (tio.net.*), called through
  * tio_func_call(): the parent side of the exchange with peer_main().
  */

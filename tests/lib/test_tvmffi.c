@@ -7,6 +7,7 @@
  * embedded import tree, and every entry point of libtensorio-tvmffi with
  * good and bad arguments.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
@@ -506,6 +507,67 @@ TEST(entry_errors_strings_dtypes)
 	ASSERT_NO_LEAKS();
 }
 
+/* TVM FFI 0.1.14's root entries for the values an Any holds in place. */
+TEST(entry_pod_types)
+{
+	static const struct {
+		const char *key;
+		uint64_t hash;	/* as TVM FFI 0.1.14 (GCC build) gives it */
+	} pods[] = {
+		{ "None", 0xfb6ac968ce0ca5aaull },
+		{ "int", 0xaed305094b3d4a9full },
+		{ "bool", 0xe5d6c19a7b27cfcaull },
+		{ "float", 0x30fc3255e503d0f0ull },
+		{ "void*", 0x93fff46616d48774ull },
+		{ "DataType", 0x4f8fea07e78b865bull },
+		{ "Device", 0xbd3ec6f35b0ce31cull },
+		{ "DLTensor*", 0xcb2d26b2d1d8c04eull },
+		{ "const char*", 0xcd50ff68030dbbabull },
+		{ "TVMFFIByteArray*", 0x32519e4e9ab631a9ull },
+		{ "ObjectRValueRef", 0x189c622331ab3f34ull },
+		{ "ffi.SmallStr", 0xf2ac8dbc73691e03ull },
+		{ "ffi.SmallBytes", 0x168b84b7018a151dull },
+	};
+	TVMFFIByteArray key, sub = ba("test.tvmffi.SubInt");
+	const TVMFFITypeInfo *ti;
+	int32_t i, idx;
+
+	for (i = 0; i < (int32_t)(sizeof(pods) / sizeof(pods[0])); i++) {
+		key = ba(pods[i].key);
+		idx = -1;
+		ASSERT_EQ(0, TVMFFITypeKeyToIndex(&key, &idx));
+		EXPECT_EQ(i, idx);
+		EXPECT_EQ(i, TVMFFITypeGetOrAllocIndex(&key, -1, 0, 0, 0, -1));
+		EXPECT_EQ(i, TVMFFITypeGetOrAllocIndex(&key, -1, 0, 0, 0, -2));
+		ti = TVMFFIGetTypeInfo(i);
+		ASSERT_NE(NULL, ti);
+		EXPECT_EQ(i, ti->type_index);
+		EXPECT_EQ(0, ti->type_depth);
+		EXPECT_EQ(NULL, ti->type_ancestors);
+		ASSERT_EQ(strlen(pods[i].key), ti->type_key.size);
+		EXPECT_EQ(0, memcmp(ti->type_key.data, pods[i].key, ti->type_key.size));
+		EXPECT_EQ(pods[i].hash, ti->type_key_hash);
+		EXPECT_EQ(0, ti->num_fields);
+		EXPECT_EQ(0, ti->num_methods);
+		EXPECT_EQ(NULL, ti->metadata);
+		EXPECT_EQ(ti, TVMFFIGetTypeInfo(i));
+	}
+	EXPECT_EQ(kTVMFFISmallBytes, i - 1);
+	EXPECT_EQ(NULL, TVMFFIGetTypeInfo(kTVMFFISmallBytes + 1));
+	EXPECT_EQ(NULL, TVMFFIGetTypeInfo(kTVMFFIStaticObjectBegin - 1));
+	EXPECT_EQ(NULL, tio_error_peek_raised());
+	key = ba("Any");
+	EXPECT_EQ(-1, TVMFFITypeKeyToIndex(&key, &idx));
+	ASSERT_RAISED("KeyError", "Any");
+	/* TVM FFI refuses a subtype of a value type too (no child slots). */
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&sub, -1, 1, 0, 0, kTVMFFIInt));
+	ASSERT_RAISED("ValueError", "'int' (1) is not an object type");
+	EXPECT_EQ(-1, TVMFFITypeGetOrAllocIndex(&sub, 100, 1, 0, 0, kTVMFFIFloat));
+	ASSERT_RAISED("ValueError", "'float' (3) is not an object type");
+	EXPECT_EQ(-2, TVMFFITypeGetOrAllocIndex(&sub, -1, 1, 0, 0, -2));
+	ASSERT_NO_LEAKS();
+}
+
 TEST(entry_types)
 {
 	TVMFFIByteArray key = ba("ffi.Tensor"), nope = ba("no.such.Type");
@@ -878,6 +940,14 @@ static int sys_add_one(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *
 	return 0;
 }
 
+static int sys_add_two(void *self, const TVMFFIAny *args, int32_t n, TVMFFIAny *ret)
+{
+	ret->type_index = kTVMFFIInt;
+	ret->zero_padding = 0;
+	ret->v_int64 = args[0].v_int64 + 2;
+	return 0;
+}
+
 TEST(entry_system_lib_symbol)
 {
 	tio_any_t arg = tio_any_int(41), ret = tio_any_none();
@@ -894,21 +964,132 @@ TEST(entry_system_lib_symbol)
 	tio_object_decref(f);
 	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi__library_ctx", &ctx));
 	EXPECT_EQ(lib, ctx);
+
+	/* As TVM FFI: registered again, the later address wins. */
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_tvmtest_add_one",
+							 (void *)sys_add_two));
+	ASSERT_EQ(0, tio_module_get_function(lib, "tvmtest_add_one", &f));
+	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
+	EXPECT_EQ(43, ret.v_int64);
+	tio_object_decref(f);
 	tio_object_decref(lib);
 
-	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_tvmtest_add_one",
-							  (void *)sys_add_one));
-	ASSERT_RAISED("KeyError", "tvmtest_add_one");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi__library_bin", &ctx));
 	ASSERT_RAISED("ImportError", "binary");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("add_one", (void *)sys_add_one));
-	ASSERT_RAISED("ValueError", "'add_one' is not __tvm_ffi_NAME");
+	ASSERT_RAISED("ValueError", "'add_one' is neither __tvm_ffi_NAME");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_", (void *)sys_add_one));
-	ASSERT_RAISED("ValueError", "is not");
+	ASSERT_RAISED("ValueError", "is neither");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol(NULL, (void *)sys_add_one));
 	ASSERT_RAISED("ValueError", "NULL");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_x", NULL));
 	ASSERT_RAISED("ValueError", "NULL");
+	ASSERT_NO_LEAKS();
+}
+
+/* Symbol prefixes through TVM FFI's ffi.SystemLib global, as a binding calls it. */
+TEST(entry_system_lib_prefix)
+{
+	TVMFFIByteArray name = ba("ffi.SystemLib");
+	TVMFFIObjectHandle get, mod = NULL, f = NULL;
+	TVMFFIAny args[2], ret = { .type_index = kTVMFFINone };
+	tio_any_t arg = tio_any_int(1), r = tio_any_none();
+	tio_object_t *sys;
+	void *ctx = NULL;
+
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_mylib_add_one",
+							 (void *)sys_add_one));
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("mylib___tvm_ffi__library_ctx", &ctx));
+	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&name, &get));
+	ASSERT_NE(NULL, get);
+	args[0].type_index = kTVMFFIRawStr;
+	args[0].zero_padding = 0;
+	args[0].v_c_str = "mylib_";
+	ASSERT_EQ(0, TVMFFIFunctionCall(get, args, 1, &ret));
+	ASSERT_EQ(kTVMFFIModule, ret.type_index);
+	mod = ret.v_obj;
+	EXPECT_EQ(mod, ctx);
+	ASSERT_EQ(0, tio_module_get_function((tio_object_t *)mod, "add_one", (tio_object_t **)&f));
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, tio_func_call((tio_object_t *)f, &arg, 1, &r));
+	EXPECT_EQ(2, r.v_int64);
+	TVMFFIObjectDecRef(f);
+	/* Same prefix, same Module; no argument, the unprefixed one. */
+	ret.type_index = kTVMFFINone;
+	ASSERT_EQ(0, TVMFFIFunctionCall(get, args, 1, &ret));
+	EXPECT_EQ(mod, ret.v_obj);
+	TVMFFIObjectDecRef(ret.v_obj);
+	ret.type_index = kTVMFFINone;
+	ASSERT_EQ(0, TVMFFIFunctionCall(get, args, 0, &ret));
+	ASSERT_EQ(0, tio_module_system_lib(&sys));
+	EXPECT_EQ((void *)sys, ret.v_obj);
+	tio_object_decref(sys);
+	TVMFFIObjectDecRef(ret.v_obj);
+	TVMFFIObjectDecRef(mod);
+
+	args[1] = args[0];
+	EXPECT_EQ(-1, TVMFFIFunctionCall(get, args, 2, &ret));
+	ASSERT_RAISED("TypeError", "at most 1 argument");
+	args[0].type_index = kTVMFFIInt;
+	args[0].v_int64 = 3;
+	EXPECT_EQ(-1, TVMFFIFunctionCall(get, args, 1, &ret));
+	ASSERT_RAISED("TypeError", "int");
+	TVMFFIObjectDecRef(get);
+	ASSERT_NO_LEAKS();
+}
+
+/*
+ * A library built with TVM FFI's system-library option (prefix fx_)
+ * registers its functions and its context from a constructor; a binding
+ * finds them through ffi.SystemLib("fx_").
+ */
+TEST(system_lib_module_with_prefix)
+{
+	TVMFFIByteArray name = ba("ffi.SystemLib");
+	TVMFFIAny arg = { .type_index = kTVMFFIRawStr }, ret = { .type_index = kTVMFFINone };
+	TVMFFIObjectHandle get, mod, f;
+	void **ctx, *h;
+	tio_object_t *sys;
+
+	h = dlopen(FIXTURE_DIR "/fixture_tvm_syslib.so", RTLD_NOW | RTLD_LOCAL);
+	ASSERT_NE(NULL, h);
+	ctx = dlsym(h, "fixture_syslib_ctx");
+	ASSERT_NE(NULL, ctx);
+	EXPECT_EQ(NULL, *ctx);		/* no library of prefix fx_ yet */
+	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&name, &get));
+	arg.v_c_str = "fx_";
+	ASSERT_EQ(0, TVMFFIFunctionCall(get, &arg, 1, &ret));
+	ASSERT_EQ(kTVMFFIModule, ret.type_index);
+	mod = ret.v_obj;
+	EXPECT_EQ(mod, *ctx);
+	ASSERT_EQ(0, tio_module_get_function(mod, "add_one", (tio_object_t **)&f));
+	ASSERT_NE(NULL, f);
+	arg.type_index = kTVMFFIInt;
+	arg.v_int64 = 41;
+	ret.type_index = kTVMFFINone;
+	ASSERT_EQ(0, TVMFFIFunctionCall(f, &arg, 1, &ret));
+	EXPECT_EQ(42, ret.v_int64);
+	/* Its error crosses to the tio_ side. */
+	arg.type_index = kTVMFFINone;
+	EXPECT_EQ(-1, TVMFFIFunctionCall(f, &arg, 1, &ret));
+	ASSERT_RAISED("TypeError", "add_one takes one int");
+	TVMFFIObjectDecRef(f);
+	ASSERT_EQ(0, tio_module_get_function(mod, "version", (tio_object_t **)&f));
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, TVMFFIFunctionCall(f, NULL, 0, &ret));
+	EXPECT_EQ(2, ret.v_int64);	/* registered twice: the later one */
+	TVMFFIObjectDecRef(f);
+	/* Not under the unprefixed name in the library of another prefix... */
+	ASSERT_EQ(0, tio_module_system_lib(&sys));
+	ASSERT_EQ(0, tio_module_get_function(sys, "add_one", (tio_object_t **)&f));
+	EXPECT_EQ(NULL, f);
+	/* ...but, as TVM FFI, under its whole name in the unprefixed one. */
+	EXPECT_TRUE(tio_module_implements_function(sys, "fx_add_one"));
+	EXPECT_NE(sys, *ctx);
+	tio_object_decref(sys);
+	TVMFFIObjectDecRef(mod);
+	TVMFFIObjectDecRef(get);
+	/* Not dlclose'd: the registry keeps its functions' addresses. */
 	ASSERT_NO_LEAKS();
 }
 

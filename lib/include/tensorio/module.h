@@ -145,18 +145,56 @@ TIO_API int tio_module_list_functions(tio_object_t *mod, tio_any_t *out);
  * @out: the Module (a reference, owned; the module itself lives as long as
  *	the process)
  *
+ * The same as tio_module_system_lib_prefixed() with prefix "".
+ *
  * Return: 0, or -1 with an error raised.
  */
 TIO_API int tio_module_system_lib(tio_object_t **out);
 
 /**
- * tio_system_lib_register() - add a function to the system library
+ * tio_module_system_lib_prefixed() - the system library of a symbol prefix
+ * @prefix: the prefix ("" for the system library)
+ * @out: the Module (a reference, owned; made on first use and kept for the
+ *	process, so every call with @prefix gives the same one)
+ *
+ * As TVM FFI's ffi.SystemLib(prefix): its function NAME is the symbol
+ * registered as __tvm_ffi_<prefix><NAME>, else as __tvm_ffi_<NAME>; a
+ * registered <prefix>__tvm_ffi__library_ctx is set to it.
+ *
+ * Return: 0, or -1 with an error raised (ValueError for NULL arguments).
+ */
+TIO_API int tio_module_system_lib_prefixed(const char *prefix, tio_object_t **out);
+
+/**
+ * tio_system_lib_register() - add a function to the system libraries
  * @name: its name (copied)
  * @call: its implementation, called with self NULL
  *
- * Return: 0, or -1 with an error raised (KeyError when the name is taken).
+ * Registers the symbol __tvm_ffi_<name> (tio_system_lib_register_symbol()):
+ * a name registered before is replaced, as in TVM FFI.
+ *
+ * Return: 0, or -1 with an error raised (ValueError for a NULL or empty
+ * argument, a name over 245 bytes, or _library_ctx / _library_bin).
  */
 TIO_API int tio_system_lib_register(const char *name, tio_safe_call_t call);
+
+/**
+ * tio_system_lib_register_symbol() - register a symbol of the system
+ * libraries, as TVM FFI's TVMFFIEnvModRegisterSystemLibSymbol
+ * @symbol: __tvm_ffi_<NAME> for a function (a tio_safe_call_t), or
+ *	<prefix>__tvm_ffi__library_ctx for a void * to be set to the system
+ *	library of that prefix (at once if it exists, else when it is made)
+ * @ptr: its address
+ *
+ * A function symbol registered again takes the new address (TVM FFI's
+ * override). Modules that call this from their constructors are built with
+ * TVM FFI's system-library option.
+ *
+ * Return: 0, or -1 with an error raised (ValueError for a NULL argument or
+ * another form of name, ImportError for __tvm_ffi__library_bin: embedded
+ * module trees are not taken here).
+ */
+TIO_API int tio_system_lib_register_symbol(const char *symbol, void *ptr);
 
 /**
  * tio_module_register_context_symbol() - have every module loaded from now

@@ -31,8 +31,9 @@ typedef struct tio_net_rkey tio_net_rkey_t;
  * @out: the worker
  *
  * Transports are UCX's choice (``UCX_TLS``, ``UCX_NET_DEVICES``). Endpoint
- * closes over shared memory wait at most ``TIO_NET_CLOSE_TIMEOUT_MS``
- * (default 10000; a value outside 1..3600000 fails with -EINVAL).
+ * closes, and transfers without a stream, over shared memory wait at most
+ * ``TIO_NET_CLOSE_TIMEOUT_MS`` (default 10000; a value outside
+ * 1..3600000 fails with -EINVAL).
  *
  * Return: 0 or -1 (error raised).
  */
@@ -161,7 +162,13 @@ TIO_API void tio_net_rkey_destroy(tio_net_rkey_t *rk);
  * once it and every earlier transfer of the same worker completed. Use a
  * stream with one worker only.
  *
- * Return: 0 or -1 (error raised: bad ranges -EINVAL, transfer errors).
+ * Without @s the call waits; where UCX does not watch the peer (shared
+ * memory) at most the worker's close timeout (TIO_NET_CLOSE_TIMEOUT_MS),
+ * then the endpoint is failed (later transfers fail at once; close it,
+ * then deregister) and the call fails with -ETIMEDOUT naming the peer.
+ *
+ * Return: 0 or -1 (error raised: bad ranges -EINVAL, -ETIMEDOUT, transfer
+ * errors).
  */
 TIO_API int tio_net_put(tio_net_ep_t *ep, tio_net_mem_t *local, uint64_t local_off,
 			tio_net_rkey_t *remote, uint64_t remote_off, uint64_t len,
@@ -178,7 +185,9 @@ TIO_API int tio_net_put(tio_net_ep_t *ep, tio_net_mem_t *local, uint64_t local_o
  * @s: as for tio_net_put(): the point signals when the bytes are local
  * @seqno: out, the point, or NULL
  *
- * Return: 0 or -1 (error raised).
+ * Without @s the wait is bounded as for tio_net_put().
+ *
+ * Return: 0 or -1 (error raised; -ETIMEDOUT).
  */
 TIO_API int tio_net_get(tio_net_ep_t *ep, tio_net_mem_t *local, uint64_t local_off,
 			tio_net_rkey_t *remote, uint64_t remote_off, uint64_t len,

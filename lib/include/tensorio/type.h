@@ -97,10 +97,11 @@ typedef struct tio_method_info {
  * struct tio_type_info - a registered type
  * @struct_size: sizeof(struct tio_type_info) of the library
  * @type_index: its index
- * @type_depth: number of ancestors (0 for TIO_TYPE_OBJECT)
+ * @type_depth: number of ancestors (0 for TIO_TYPE_OBJECT and the values an
+ *	Any holds in place, TIO_TYPE_NONE to TIO_TYPE_SMALL_BYTES)
  * @type_key: its key
  * @ancestors: ancestors[d] is the ancestor's index at depth d (d < depth)
- * @parent_index: its parent's index (-1 for TIO_TYPE_OBJECT)
+ * @parent_index: its parent's index (-1 for those roots)
  * @num_fields: number of fields declared by this type (not inherited)
  * @fields: the fields
  * @num_methods: number of methods declared by this type
@@ -129,8 +130,9 @@ typedef struct tio_type_info {
  *
  * Registering an existing key with the same parent returns its index.
  *
- * Return: 0, or -1 with an error raised (ValueError for an unknown parent,
- * a key registered with another parent, or a full table).
+ * Return: 0, or -1 with an error raised (ValueError for an unknown parent
+ * or one that is not an object type, a key registered with another parent,
+ * or a full table).
  */
 TIO_API int tio_type_register(const char *type_key, int32_t parent_index,
 			      int32_t *out_index);
@@ -148,7 +150,7 @@ TIO_API int tio_type_register(const char *type_key, int32_t parent_index,
  *
  * Return: 0, or -1 with a ValueError raised (index out of that range or
  * taken by another type, the key registered elsewhere or with another
- * parent, unknown parent).
+ * parent, unknown parent or one that is not an object type).
  */
 TIO_API int tio_type_register_static(const char *type_key, int32_t parent_index,
 				     int32_t type_index, int32_t *out_index);
@@ -157,6 +159,11 @@ TIO_API int tio_type_register_static(const char *type_key, int32_t parent_index,
  * tio_type_key_to_index() - look a type up by key
  * @type_key: the key
  * @out_index: its index
+ *
+ * The values an Any holds in place have entries under TVM FFI's keys
+ * ("None", "int", "bool", "float", "void*", "DataType", "Device",
+ * "DLTensor*", "const char*", "TVMFFIByteArray*", "ObjectRValueRef",
+ * "ffi.SmallStr", "ffi.SmallBytes"; indices 0 to 12).
  *
  * Return: 0, or -1 with a KeyError raised.
  */

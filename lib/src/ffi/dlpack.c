@@ -9,29 +9,57 @@
  */
 #include "ffi/tensor_internal.h"
 
+#define IMPORT_MAX_NDIM 64	/* as tio__tensor_check() */
+
 /*
  * The producer's shape is used in place; its strides too, unless it has
  * none (legacy compact tensors): then compact strides follow the object,
- * as TVM FFI requires strides on a Tensor with ndim > 0.
+ * as TVM FFI requires strides on a Tensor with ndim > 0. The hot path is
+ * one allocation and one pass over the shape (strides and the sign check
+ * together); alignment, contiguity and every error go to
+ * tio__tensor_check(), off that path.
  */
-static struct tensor_obj *wrap(const DLTensor *dl, int32_t kind, void *manager, int readonly)
+static __attribute__((always_inline)) inline int
+import(const DLTensor *dl, int32_t kind, void *manager, int readonly, int32_t require_alignment,
+       int32_t require_contiguous, tio_object_t **out)
 {
-	int fill = !dl->strides && dl->ndim > 0;
+	int32_t ndim = dl->ndim, i;
+	const int64_t *shape = dl->shape;
+	int fill = !dl->strides && ndim > 0;
+	uint64_t stride = 1;	/* unsigned: no overflow to fear from a huge shape */
+	int64_t sign = 0;
 	struct tensor_obj *t;
 
-	t = tio__obj_new(sizeof(*t) + (fill ? sizeof(int64_t) * (size_t)dl->ndim : 0),
+	if (TIO_UNLIKELY((uint32_t)ndim > IMPORT_MAX_NDIM || (ndim && !shape) ||
+			 !dl->dtype.bits || !dl->dtype.lanes || require_alignment > 1 ||
+			 require_contiguous) &&
+	    tio__tensor_check(dl, require_alignment, require_contiguous))
+		return -1;
+	t = tio__obj_new(sizeof(*t) + (fill ? sizeof(int64_t) * (size_t)ndim : 0),
 			 TIO_TYPE_TENSOR, tio__tensor_deleter);
 	if (TIO_UNLIKELY(!t))
-		return NULL;
+		return tio__oom();
 	t->pub.dl = *dl;
 	if (fill) {
-		tio__tensor_fill_strides(dl->ndim, dl->shape, t->dims);
+		for (i = ndim - 1; i >= 0; i--) {
+			t->dims[i] = (int64_t)stride;
+			sign |= shape[i];
+			stride *= shape[i] ? (uint64_t)shape[i] : 1;
+		}
 		t->pub.dl.strides = t->dims;
+	} else {
+		for (i = 0; i < ndim; i++)
+			sign |= shape[i];
+	}
+	if (TIO_UNLIKELY(sign < 0)) {
+		tio__obj_free(t);
+		return tio__tensor_check(dl, 0, 0);	/* raises: a negative dimension */
 	}
 	t->kind = kind;
 	t->readonly = readonly;
 	t->manager = manager;
-	return t;
+	*out = &t->pub.header;
+	return 0;
 }
 
 static void export_deleter(DLManagedTensor *mt)
@@ -49,50 +77,39 @@ static void export_versioned_deleter(DLManagedTensorVersioned *mt)
 int tio_tensor_from_dlpack(DLManagedTensor *mt, int32_t require_alignment,
 			   int32_t require_contiguous, tio_object_t **out)
 {
-	struct tensor_obj *t;
-
 	if (TIO_UNLIKELY(!mt || !out))
 		return tio_error_raise("ValueError", "NULL managed tensor");
-	if (tio__tensor_check(&mt->dl_tensor, require_alignment, require_contiguous))
-		return -1;
-	if (mt->deleter == export_deleter) {
+	if (TIO_UNLIKELY(mt->deleter == export_deleter)) {
 		/* One of ours: give the Tensor back, drop the wrapper. */
+		if (tio__tensor_check(&mt->dl_tensor, require_alignment, require_contiguous))
+			return -1;
 		*out = mt->manager_ctx;
 		free(mt);
 		return 0;
 	}
-	t = wrap(&mt->dl_tensor, TENSOR_LEGACY, mt, 0);
-	if (TIO_UNLIKELY(!t))
-		return tio__oom();
-	*out = &t->pub.header;
-	return 0;
+	return import(&mt->dl_tensor, TENSOR_LEGACY, mt, 0, require_alignment,
+		      require_contiguous, out);
 }
 
 int tio_tensor_from_dlpack_versioned(DLManagedTensorVersioned *mt, int32_t require_alignment,
 				     int32_t require_contiguous, tio_object_t **out)
 {
-	struct tensor_obj *t;
-	int ro;
-
 	if (TIO_UNLIKELY(!mt || !out))
 		return tio_error_raise("ValueError", "NULL managed tensor");
-	if (mt->version.major != TIO_DLPACK_MAJOR)
+	if (TIO_UNLIKELY(mt->version.major != TIO_DLPACK_MAJOR))
 		return tio_error_raise("ValueError",
 				       "DLPack version %u.%u is not supported (major %d)",
 				       mt->version.major, mt->version.minor, TIO_DLPACK_MAJOR);
-	if (tio__tensor_check(&mt->dl_tensor, require_alignment, require_contiguous))
-		return -1;
-	ro = (mt->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
-	if (mt->deleter == export_versioned_deleter) {
+	if (TIO_UNLIKELY(mt->deleter == export_versioned_deleter)) {
+		if (tio__tensor_check(&mt->dl_tensor, require_alignment, require_contiguous))
+			return -1;
 		*out = mt->manager_ctx;
 		free(mt);
 		return 0;
 	}
-	t = wrap(&mt->dl_tensor, TENSOR_VERSIONED, mt, ro);
-	if (TIO_UNLIKELY(!t))
-		return tio__oom();
-	*out = &t->pub.header;
-	return 0;
+	return import(&mt->dl_tensor, TENSOR_VERSIONED, mt,
+		      (mt->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0, require_alignment,
+		      require_contiguous, out);
 }
 
 int tio_tensor_to_dlpack(tio_object_t *t, DLManagedTensor **out)

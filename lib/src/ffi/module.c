@@ -201,6 +201,7 @@ static struct module_obj *module_new(void *handle, char **names, size_t n)
 	if (!m)
 		return NULL;
 	m->handle = handle;
+	m->prefix = NULL;
 	m->names = names;
 	m->nnames = n;
 	m->imports = NULL;
@@ -332,15 +333,25 @@ int tio_module_load(const char *path, tio_object_t **out)
 	return module_link(m, path, &sc, out);
 }
 
-/* The system library: a static module and its registered functions. */
+/*
+ * System libraries. As TVM FFI: one registry of symbols (full names, a
+ * later registration of a name replaces the earlier) shared by the system
+ * library of every prefix, each created once and kept for the process; the
+ * one of prefix P finds function NAME as __tvm_ffi_<P><NAME>, else as
+ * __tvm_ffi_<NAME>, and has its P__tvm_ffi__library_ctx set to itself.
+ */
 struct syslib_entry {
-	char *name;
-	tio_safe_call_t call;
+	char *symbol;
+	void *ptr;
 };
 
 static pthread_mutex_t syslib_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct syslib_entry *syslib;	/* under syslib_lock */
+static struct syslib_entry *syslib;	/* under syslib_lock, as the next four */
 static size_t syslib_n, syslib_cap;
+static struct syslib_entry *syslib_ctx;	/* symbol: the prefix; ptr: the void ** */
+static size_t syslib_ctx_n, syslib_ctx_cap;
+static struct module_obj **prefixed;	/* the system libraries with a prefix */
+static size_t prefixed_n, prefixed_cap;
 
 static void static_deleter(void *self, int flags)
 {
@@ -348,10 +359,13 @@ static void static_deleter(void *self, int flags)
 	(void)flags;
 }
 
+#define STATIC_REFS (UINT64_C(1) << 30)	/* never reaches zero */
+
 static struct module_obj system_lib = {
-	.header = { .combined_ref_count = UINT64_C(1) << 30,
+	.header = { .combined_ref_count = STATIC_REFS,
 		    .type_index = TIO_TYPE_MODULE,
 		    .deleter = static_deleter },
+	.prefix = "",
 	.cache_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
@@ -359,8 +373,8 @@ int tio__module_add_import(struct module_obj *m, tio_object_t *child)
 {
 	tio_object_t **grown;
 
-	if (m == &system_lib)
-		return tio_error_raise("ValueError", "the system library takes no imports");
+	if (m->prefix)
+		return tio_error_raise("ValueError", "a system library takes no imports");
 	if (!child || child->type_index != TIO_TYPE_MODULE)
 		return tio_error_raise("TypeError", "a module imports only Modules");
 	grown = realloc(m->imports, (m->nimports + 1) * sizeof(*grown));
@@ -373,57 +387,195 @@ int tio__module_add_import(struct module_obj *m, tio_object_t *child)
 }
 
 /* Under syslib_lock. */
-static struct syslib_entry *syslib_find(const char *name)
+static struct syslib_entry *syslib_find(const char *symbol)
 {
 	size_t i;
 
 	for (i = 0; i < syslib_n; i++)
-		if (!strcmp(syslib[i].name, name))
+		if (!strcmp(syslib[i].symbol, symbol))
 			return &syslib[i];
 	return NULL;
 }
 
-int tio_system_lib_register(const char *name, tio_safe_call_t call)
+/* Under syslib_lock: the function @name of the library of @prefix, or NULL. */
+static void *syslib_lookup(const char *prefix, const char *name)
+{
+	char sym[256];
+	struct syslib_entry *e = NULL;
+
+	if (*prefix && (size_t)snprintf(sym, sizeof(sym), "%s%s%s", TIO_MODULE_SYMBOL_PREFIX,
+					prefix, name) < sizeof(sym))
+		e = syslib_find(sym);
+	if (!e && (size_t)snprintf(sym, sizeof(sym), "%s%s", TIO_MODULE_SYMBOL_PREFIX, name) <
+		  sizeof(sym))
+		e = syslib_find(sym);
+	return e ? e->ptr : NULL;
+}
+
+/* Under syslib_lock: append {@a, @b} to @arr (@n entries, @cap slots). */
+static int entry_push(struct syslib_entry **arr, size_t *n, size_t *cap, char *a, void *b)
+{
+	struct syslib_entry *grown;
+	size_t c;
+
+	if (*n == *cap) {
+		c = *cap ? 2 * *cap : 16;
+		grown = realloc(*arr, c * sizeof(*grown));
+		if (!grown)
+			return -1;
+		*arr = grown;
+		*cap = c;
+	}
+	(*arr)[*n].symbol = a;
+	(*arr)[(*n)++].ptr = b;
+	return 0;
+}
+
+/* Under syslib_lock: the system library of @prefix if made, else NULL. */
+static struct module_obj *prefixed_find(const char *prefix)
+{
+	size_t i;
+
+	if (!*prefix)
+		return &system_lib;
+	for (i = 0; i < prefixed_n; i++)
+		if (!strcmp(prefixed[i]->prefix, prefix))
+			return prefixed[i];
+	return NULL;
+}
+
+/* Under syslib_lock: a library context symbol, for the library of @prefix (owned). */
+static int syslib_add_ctx(char *prefix, void **addr)
+{
+	struct module_obj *m = prefixed_find(prefix);
+
+	if (entry_push(&syslib_ctx, &syslib_ctx_n, &syslib_ctx_cap, prefix, addr))
+		return -1;
+	if (m)
+		*addr = m;
+	return 0;
+}
+
+#define CTX_SUFFIX TIO_MODULE_CTX_SYMBOL
+#define BIN_SUFFIX TIO_MODULE_BIN_SYMBOL
+
+/* Whether @s ends with @suffix; its length before the suffix in *@head. */
+static int ends_with(const char *s, const char *suffix, size_t *head)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	*head = n - k;
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+int tio_system_lib_register_symbol(const char *symbol, void *ptr)
 {
 	struct syslib_entry *e;
 	char *copy;
+	size_t head;
+	int r = 0;
 
-	if (!name || !*name || !call)
-		return tio_error_raise("ValueError", "name and function must be given");
-	copy = strdup(name);
+	if (!symbol || !ptr)
+		return tio_error_raise("ValueError", "NULL symbol name or address");
+	if (ends_with(symbol, BIN_SUFFIX, &head))
+		return tio_error_raise("ImportError", "'%s': a system library takes no embedded "
+				       "library binary", symbol);
+	if (ends_with(symbol, CTX_SUFFIX, &head))
+		copy = strndup(symbol, head);
+	else if (!strncmp(symbol, TIO_MODULE_SYMBOL_PREFIX, PREFIX_LEN) && symbol[PREFIX_LEN])
+		copy = strdup(symbol);
+	else
+		return tio_error_raise("ValueError", "system library symbol '%s' is neither "
+				       TIO_MODULE_SYMBOL_PREFIX "NAME nor PREFIX" CTX_SUFFIX,
+				       symbol);
 	if (!copy)
 		return tio__oom();
 	pthread_mutex_lock(&syslib_lock);
-	if (syslib_find(name)) {
-		pthread_mutex_unlock(&syslib_lock);
+	e = ends_with(symbol, CTX_SUFFIX, &head) ? NULL : syslib_find(symbol);
+	if (e) {
+		e->ptr = ptr;	/* as TVM FFI: the later registration wins */
 		free(copy);
-		return tio_error_raise("KeyError", "system library already has '%s'", name);
+	} else if (ends_with(symbol, CTX_SUFFIX, &head)) {
+		r = syslib_add_ctx(copy, ptr);
+	} else {
+		r = entry_push(&syslib, &syslib_n, &syslib_cap, copy, ptr);
 	}
-	if (syslib_n == syslib_cap) {
-		size_t cap = syslib_cap ? 2 * syslib_cap : 16;
-
-		e = realloc(syslib, cap * sizeof(*e));
-		if (!e) {
-			pthread_mutex_unlock(&syslib_lock);
-			free(copy);
-			return tio__oom();
-		}
-		syslib = e;
-		syslib_cap = cap;
-	}
-	syslib[syslib_n].name = copy;
-	syslib[syslib_n].call = call;
-	syslib_n++;
 	pthread_mutex_unlock(&syslib_lock);
+	if (r) {
+		free(copy);
+		return tio__oom();
+	}
 	return 0;
+}
+
+int tio_system_lib_register(const char *name, tio_safe_call_t call)
+{
+	char sym[256];
+	size_t head;
+
+	if (!name || !*name || !call)
+		return tio_error_raise("ValueError", "name and function must be given");
+	if ((size_t)snprintf(sym, sizeof(sym), "%s%s", TIO_MODULE_SYMBOL_PREFIX, name) >=
+	    sizeof(sym))
+		return tio_error_raise("ValueError", "system library name '%.32s...' is longer "
+				       "than %zu bytes", name, sizeof(sym) - 1 - PREFIX_LEN);
+	if (ends_with(sym, CTX_SUFFIX, &head) || ends_with(sym, BIN_SUFFIX, &head))
+		return tio_error_raise("ValueError", "'%s' is a library symbol, not a function",
+				       name);
+	return tio_system_lib_register_symbol(sym, (void *)call);
 }
 
 int tio_module_system_lib(tio_object_t **out)
 {
-	if (!out)
-		return tio_error_raise("ValueError", "NULL output");
-	tio_object_incref(&system_lib.header);
-	*out = &system_lib.header;
+	return tio_module_system_lib_prefixed("", out);
+}
+
+/* Under syslib_lock: make the system library of @prefix (not ""). */
+static struct module_obj *prefixed_new(const char *prefix)
+{
+	struct module_obj *m, **grown;
+	size_t i;
+
+	if (prefixed_n == prefixed_cap) {
+		grown = realloc(prefixed, (prefixed_cap ? 2 * prefixed_cap : 4) * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		prefixed = grown;
+		prefixed_cap = prefixed_cap ? 2 * prefixed_cap : 4;
+	}
+	m = calloc(1, sizeof(*m));
+	if (m)
+		m->prefix = strdup(prefix);
+	if (!m || !m->prefix) {
+		free(m);
+		return NULL;
+	}
+	m->header.combined_ref_count = STATIC_REFS;
+	m->header.type_index = TIO_TYPE_MODULE;
+	m->header.deleter = static_deleter;
+	pthread_mutex_init(&m->cache_lock, NULL);
+	prefixed[prefixed_n++] = m;
+	for (i = 0; i < syslib_ctx_n; i++)
+		if (!strcmp(syslib_ctx[i].symbol, prefix))
+			*(void **)syslib_ctx[i].ptr = m;
+	return m;
+}
+
+int tio_module_system_lib_prefixed(const char *prefix, tio_object_t **out)
+{
+	struct module_obj *m;
+
+	if (!prefix || !out)
+		return tio_error_raise("ValueError", "prefix and output must be given");
+	pthread_mutex_lock(&syslib_lock);
+	m = prefixed_find(prefix);
+	if (!m)
+		m = prefixed_new(prefix);
+	pthread_mutex_unlock(&syslib_lock);
+	if (!m)
+		return tio__oom();
+	tio_object_incref(&m->header);
+	*out = &m->header;
 	return 0;
 }
 
@@ -465,14 +617,12 @@ int tio_module_get_function(tio_object_t *mod, const char *name, tio_object_t **
 
 static int own_function(struct module_obj *m, const char *name, tio_object_t **out)
 {
-	struct syslib_entry *e;
 	tio_safe_call_t call = NULL;
 	char sym[256];
 
-	if (m == &system_lib) {
+	if (m->prefix) {
 		pthread_mutex_lock(&syslib_lock);
-		e = syslib_find(name);
-		call = e ? e->call : NULL;
+		*(void **)&call = syslib_lookup(m->prefix, name);
 		pthread_mutex_unlock(&syslib_lock);
 		if (!call)
 			return 0;
@@ -584,7 +734,7 @@ int tio_module_implements_function(tio_object_t *mod, const char *name)
 	if (!mod || mod->type_index != TIO_TYPE_MODULE || !name)
 		return 0;
 	m = (struct module_obj *)mod;
-	if (m != &system_lib) {
+	if (!m->prefix) {
 		if (has_name(m, name))
 			return 1;
 		for (i = 0; i < m->nimports; i++)
@@ -593,7 +743,7 @@ int tio_module_implements_function(tio_object_t *mod, const char *name)
 		return 0;
 	}
 	pthread_mutex_lock(&syslib_lock);
-	r = syslib_find(name) != NULL;
+	r = syslib_lookup(m->prefix, name) != NULL;
 	pthread_mutex_unlock(&syslib_lock);
 	return r;
 }
@@ -601,25 +751,34 @@ int tio_module_implements_function(tio_object_t *mod, const char *name)
 int tio_module_list_functions(tio_object_t *mod, tio_any_t *out)
 {
 	struct module_obj *m = as_module(mod);
+	size_t i, n = 0, k, plen;
+	const char *sym;
 	char **names;
-	size_t i, n;
 	int r;
 
 	*out = tio_any_none();
 	if (!m)
 		return -1;
-	if (m != &system_lib)
+	if (!m->prefix)
 		return tio__str_array(m->names, m->nnames, out);
+	plen = strlen(m->prefix);
 	pthread_mutex_lock(&syslib_lock);
-	n = syslib_n;
-	names = calloc(n ? n : 1, sizeof(*names));
-	for (i = 0; names && i < n; i++)
-		names[i] = syslib[i].name;
+	/* NAME for __tvm_ffi_<prefix><NAME> and for __tvm_ffi_<NAME>. */
+	names = calloc(2 * syslib_n + 1, sizeof(*names));
+	for (i = 0; names && i < syslib_n; i++) {
+		sym = syslib[i].symbol + PREFIX_LEN;
+		if (plen && !strncmp(sym, m->prefix, plen) && sym[plen])
+			names[n++] = (char *)sym + plen;
+		names[n++] = (char *)sym;
+	}
 	pthread_mutex_unlock(&syslib_lock);
 	if (!names)
 		return tio__oom();
 	qsort(names, n, sizeof(*names), cmp_str);
-	r = tio__str_array(names, n, out);
+	for (i = k = 0; i < n; i++)
+		if (!k || strcmp(names[k - 1], names[i]))
+			names[k++] = names[i];
+	r = tio__str_array(names, k, out);
 	free(names);	/* the strings stay the registry's */
 	return r;
 }

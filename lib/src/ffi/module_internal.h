@@ -17,7 +17,9 @@
 
 struct module_obj {
 	tio_object_t header;
-	void *handle;		/* NULL for the system library */
+	void *handle;		/* NULL for a system library */
+	char *prefix;		/* a system library's symbol prefix ("" for the
+				 * unprefixed one), else NULL */
 	char **names;		/* sorted, without the prefix */
 	size_t nnames;
 	tio_object_t **imports;	/* owned Modules, in import order */

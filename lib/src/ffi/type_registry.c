@@ -115,6 +115,21 @@ static int add_type(const char *key, int32_t index, struct type_entry *parent)
 	return 0;
 }
 
+/* The entry of @index if it can be a parent (an object type), else NULL and raised. */
+static struct type_entry *object_parent(int32_t index)
+{
+	struct type_entry *e = tio__type_entry(index);
+
+	if (!e)
+		tio_error_raise("ValueError", "parent type index %d is not registered", index);
+	else if (index < TIO_TYPE_STATIC_OBJECT_BEGIN)
+		tio_error_raise("ValueError", "parent type '%s' (%d) is not an object type",
+				e->info.type_key, index);
+	else
+		return e;
+	return NULL;
+}
+
 int tio_type_register(const char *type_key, int32_t parent_index, int32_t *out_index)
 {
 	struct type_entry *parent, *e;
@@ -124,10 +139,9 @@ int tio_type_register(const char *type_key, int32_t parent_index, int32_t *out_i
 	if (!type_key || !*type_key || !out_index)
 		return tio_error_raise("ValueError", "type key and output must be given");
 	pthread_mutex_lock(&type_lock);
-	parent = tio__type_entry(parent_index);
+	parent = object_parent(parent_index);
 	if (!parent) {
-		ret = tio_error_raise("ValueError", "parent type index %d is not registered",
-				      parent_index);
+		ret = -1;
 		goto out;
 	}
 	slot = key_slot(type_key);
@@ -168,12 +182,11 @@ int tio_type_register_static(const char *type_key, int32_t parent_index, int32_t
 				       "static type index %d is outside [%d, %d)", type_index,
 				       TIO_TYPE_STATIC_OBJECT_BEGIN, TIO_TYPE_DYN_OBJECT_BEGIN);
 	pthread_mutex_lock(&type_lock);
-	parent = tio__type_entry(parent_index);
+	parent = object_parent(parent_index);
 	slot = key_slot(type_key);
 	e = table[type_index];
 	if (!parent)
-		ret = tio_error_raise("ValueError", "parent type index %d is not registered",
-				      parent_index);
+		ret = -1;
 	else if (*slot && (*slot - 1 != type_index || e->info.parent_index != parent_index))
 		ret = tio_error_raise("ValueError",
 				      "type '%s' is already registered at %d with parent %d",
@@ -294,10 +307,29 @@ int tio_type_get_metadata(int32_t type_index, const char *key, tio_any_t *out)
 			       e->info.type_key, key);
 }
 
-static const struct {
+struct static_type {
 	int32_t index;
 	const char *key;
-} static_types[] = {
+};
+
+/* The values an Any holds in place: roots, no parent, TVM FFI's keys. */
+static const struct static_type pod_types[] = {
+	{ TIO_TYPE_NONE, "None" },
+	{ TIO_TYPE_INT, "int" },
+	{ TIO_TYPE_BOOL, "bool" },
+	{ TIO_TYPE_FLOAT, "float" },
+	{ TIO_TYPE_OPAQUE_PTR, "void*" },
+	{ TIO_TYPE_DATA_TYPE, "DataType" },
+	{ TIO_TYPE_DEVICE, "Device" },
+	{ TIO_TYPE_DLTENSOR_PTR, "DLTensor*" },
+	{ TIO_TYPE_RAW_STR, "const char*" },
+	{ TIO_TYPE_BYTE_ARRAY_PTR, "TVMFFIByteArray*" },
+	{ TIO_TYPE_OBJECT_RVALUE_REF, "ObjectRValueRef" },
+	{ TIO_TYPE_SMALL_STR, "ffi.SmallStr" },
+	{ TIO_TYPE_SMALL_BYTES, "ffi.SmallBytes" },
+};
+
+static const struct static_type static_types[] = {
 	{ TIO_TYPE_STR, "ffi.String" },
 	{ TIO_TYPE_BYTES, "ffi.Bytes" },
 	{ TIO_TYPE_ERROR, "ffi.Error" },
@@ -320,6 +352,9 @@ __attribute__((constructor)) static void types_init(void)
 	pthread_mutex_lock(&type_lock);
 	if (add_type("ffi.Object", TIO_TYPE_OBJECT, NULL))
 		abort();
+	for (i = 0; i < sizeof(pod_types) / sizeof(pod_types[0]); i++)
+		if (add_type(pod_types[i].key, pod_types[i].index, NULL))
+			abort();
 	for (i = 0; i < sizeof(static_types) / sizeof(static_types[0]); i++)
 		if (add_type(static_types[i].key, static_types[i].index, table[TIO_TYPE_OBJECT]))
 			abort();
