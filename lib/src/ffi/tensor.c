@@ -9,29 +9,23 @@
 void tio__tensor_deleter(void *self, int flags)
 {
 	struct tensor_obj *t = self;
+	DLManagedTensorVersioned *vmt;
+	DLManagedTensor *mt;
 
 	if (flags & TIO_DELETER_STRONG) {
-		switch (t->kind) {
-		case TENSOR_OWNED:
+		/* Imports first: DLPack import + release is a hot path. */
+		if (TIO_LIKELY(t->kind == TENSOR_LEGACY)) {
+			mt = t->manager;
+			if (mt->deleter)
+				mt->deleter(mt);
+		} else if (t->kind == TENSOR_VERSIONED) {
+			vmt = t->manager;
+			if (vmt->deleter)
+				vmt->deleter(vmt);
+		} else if (t->kind == TENSOR_OWNED) {
 			free(t->manager);
-			break;
-		case TENSOR_LEGACY: {
-			DLManagedTensor *mt = t->manager;
-
-			if (mt->deleter)
-				mt->deleter(mt);
-			break;
-		}
-		case TENSOR_VERSIONED: {
-			DLManagedTensorVersioned *mt = t->manager;
-
-			if (mt->deleter)
-				mt->deleter(mt);
-			break;
-		}
-		case TENSOR_VIEW:
-			tio_object_decref(t->manager);
-			break;
+		} else {
+			tio_object_decref(t->manager);	/* TENSOR_VIEW */
 		}
 		t->manager = NULL;
 	}
