@@ -19,6 +19,7 @@
 
 struct ffi_state {
 	tio_object_t *noop, *cb, *tensors[3];
+	int global;	/* NOOP_NAME registered by this run */
 	DLTensor dl;
 	float data[16];
 	int64_t shape[1];
@@ -128,6 +129,8 @@ static void ffi_teardown(struct bench_run *run)
 
 	if (!s)
 		return;
+	if (s->global)
+		tio_func_remove_global(NOOP_NAME);
 	if (s->noop)
 		tio_object_decref(s->noop);
 	if (s->cb)
@@ -153,8 +156,13 @@ static int ffi_setup(struct bench_run *run)
 			 f_noop, NULL, NULL, &s->noop) ||
 	    tio_func_new(f_noop, NULL, NULL, &s->cb))
 		goto fail;
-	if (tio_func_register_global(NOOP_NAME, f_noop, NULL, 1))
+	/*
+	 * A counted Function, not tio_func_register_global(): that one is
+	 * never freed, so every case's setup would leak one.
+	 */
+	if (tio_func_set_global(NOOP_NAME, s->cb, 1))
 		goto fail;
+	s->global = 1;
 	s->shape[0] = 16;
 	s->dl = (DLTensor){ .data = s->data, .device = { kDLCPU, 0 },
 			    .ndim = 1, .dtype = f32, .shape = s->shape };
