@@ -496,7 +496,8 @@ static long tio_cmd_user_table(struct tio_file *tf, unsigned int cmd,
  * kernel's (no zero extension, no tail to check), so the payload moves
  * as words (tio_words_in()). The rest is tio_cmd_user()'s: the payload is
  * written back only when the command succeeded, fds installed only after
- * that. The hot handlers are TIO_NB_INLINE: no -EAGAIN for @nonblock.
+ * that. Its handlers are TIO_NB_INLINE (SUBMIT and RING_ENTER decide
+ * about @nonblock themselves): no -EAGAIN here.
  * Handler timing (debugfs tensorio/timing) is the table path's.
  */
 static __always_inline long
@@ -552,6 +553,9 @@ TIO_USER_HOT(BUF_ALLOC, buf_alloc)
 TIO_USER_HOT(BUF_FREE, buf_free)
 TIO_USER_HOT(FENCE_EMIT, fence_emit)
 TIO_USER_HOT(FENCE_SIGNAL, fence_signal)
+/* The batch entries: their fixed cost is spread over their records. */
+TIO_USER_HOT(SUBMIT, submit)
+TIO_USER_HOT(RING_ENTER, ring_enter)
 
 /**
  * tio_cmd_user() - run one command whose payload is in user memory
@@ -562,8 +566,9 @@ TIO_USER_HOT(FENCE_SIGNAL, fence_signal)
  *	      sleep for long is not run (enum tio_nb)
  *
  * The ioctl() form, also used by io_uring commands that complete inline:
- * the hot commands at their kernel's number directly (tio_user_hot()),
- * everything else through the table (tio_cmd_user_table()).
+ * the hot commands and the two batch entries (SUBMIT, RING_ENTER) at
+ * their kernel's number directly (tio_user_hot()), everything else
+ * through the table (tio_cmd_user_table()).
  *
  * Return: the handler's result; -ENOTTY for an unknown command, -EFAULT
  * when the payload cannot be copied, -E2BIG for a longer structure with
@@ -584,6 +589,10 @@ long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
 		return tio_user_fence_emit(tf, uptr, nonblock);
 	case TIO_IOC_FENCE_SIGNAL:
 		return tio_user_fence_signal(tf, uptr, nonblock);
+	case TIO_IOC_SUBMIT:
+		return tio_user_submit(tf, uptr, nonblock);
+	case TIO_IOC_RING_ENTER:
+		return tio_user_ring_enter(tf, uptr, nonblock);
 	default:
 		return tio_cmd_user_table(tf, cmd, uptr, nonblock);
 	}
