@@ -89,29 +89,34 @@ def keeper():
         tensorio.remove_global_func("test.keep")
 
 
-def test_kept_argument_keeps_the_storage(paths):
+def check_storage_kept(paths, hold):
+    """hold(x) -> a Tensor for torch tensor x: it keeps x's storage (and
+    nothing more) after x is gone or has been given other storage."""
     np = pytest.importorskip("numpy")
+    for on in paths:
+        _tensorio._torch_accel(on)
+        # The storage of a tensor from numpy holds the array: the
+        # array's refcount tells whether the storage is still alive.
+        a = np.arange(1000, dtype=np.int32)
+        x = torch.from_numpy(a)[10:]
+        with_storage = sys.getrefcount(a)
+        t = hold(x)
+        ptr = x.data_ptr()
+        x.set_(torch.zeros(5, dtype=torch.int32))    # other storage
+        del x
+        gc.collect()
+        assert sys.getrefcount(a) == with_storage
+        assert t.data_ptr == ptr and t.shape == (990,)
+        y = torch.from_dlpack(t)    # the memory is still the array's
+        assert y[0] == 10 and y[-1] == 999
+        del t, y
+        gc.collect()
+        assert sys.getrefcount(a) == with_storage - 1    # gone with it
+
+
+def test_kept_argument_keeps_the_storage(paths):
     with keeper() as (keep, kept):
-        for on in paths:
-            _tensorio._torch_accel(on)
-            # The storage of a tensor from numpy holds the array: the
-            # array's refcount tells whether the storage is still alive.
-            a = np.arange(1000, dtype=np.int32)
-            x = torch.from_numpy(a)[10:]
-            with_storage = sys.getrefcount(a)
-            keep(x)
-            ptr = x.data_ptr()
-            x.set_(torch.zeros(5, dtype=torch.int32))    # other storage
-            del x
-            gc.collect()
-            assert sys.getrefcount(a) == with_storage
-            t = kept.pop()
-            assert t.data_ptr == ptr and t.shape == (990,)
-            y = torch.from_dlpack(t)    # the memory is still the array's
-            assert y[0] == 10 and y[-1] == 999
-            del t, y
-            gc.collect()
-            assert sys.getrefcount(a) == with_storage - 1    # gone with it
+        check_storage_kept(paths, lambda x: (keep(x), kept.pop())[1])
 
 
 def test_kept_argument_has_its_own_shape(paths):
@@ -196,24 +201,7 @@ def test_from_dlpack_both_paths_identical(paths):
 
 
 def test_from_dlpack_keeps_the_storage(paths):
-    np = pytest.importorskip("numpy")
-    for on in paths:
-        _tensorio._torch_accel(on)
-        a = np.arange(1000, dtype=np.int32)
-        x = torch.from_numpy(a)[10:]
-        with_storage = sys.getrefcount(a)
-        u = tensorio.from_dlpack(x)
-        ptr = x.data_ptr()
-        x.set_(torch.zeros(5, dtype=torch.int32))    # other storage
-        del x
-        gc.collect()
-        assert sys.getrefcount(a) == with_storage
-        assert u.data_ptr == ptr and u.shape == (990,)
-        y = torch.from_dlpack(u)    # the memory is still the array's
-        assert y[0] == 10 and y[-1] == 999
-        del u, y
-        gc.collect()
-        assert sys.getrefcount(a) == with_storage - 1    # gone with it
+    check_storage_kept(paths, tensorio.from_dlpack)
 
 
 def test_from_dlpack_writes_seen_both_ways(paths):
