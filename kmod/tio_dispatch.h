@@ -13,6 +13,7 @@
 #define _TIO_DISPATCH_H
 
 #include <linux/percpu.h>
+#include <linux/uaccess.h>
 
 #include "tio_priv.h"
 #include "tio_trace.h"
@@ -141,6 +142,21 @@ tio_record_hot(struct tio_file *tf, struct tio_cmd *rec, struct tio_call *call,
 	return ret;
 }
 
+/* The commands tio_record_run_fast() runs directly: all TIO_NB_INLINE. */
+static __always_inline bool tio_cmd_hot(unsigned int cmd)
+{
+	switch (cmd) {
+	case TIO_IOC_INFO:
+	case TIO_IOC_BUF_ALLOC:
+	case TIO_IOC_BUF_FREE:
+	case TIO_IOC_FENCE_EMIT:
+	case TIO_IOC_FENCE_SIGNAL:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /**
  * tio_record_run_fast() - run a record that is already a private copy
  * @tf: the file
@@ -176,6 +192,74 @@ static __always_inline int tio_record_run_fast(struct tio_file *tf,
 	default:
 		return tio_record_run_slow(tf, rec, call, out);
 	}
+}
+
+/*
+ * A hot command's payload to and from user memory, @size a constant
+ * multiple of eight: one user_access_begin() and a load or store per
+ * word. copy_from_user() would add a call, a hardened-usercopy check of
+ * the stack object (its size is not a constant there) and a string copy:
+ * together more than the handler of a fence command. Each word is read
+ * once.
+ */
+
+/* Six words: tio_words_in/out() and tio_cmd_inline() are unrolled. */
+static_assert(TIO_CMD_PAYLOAD == 6 * sizeof(u64));
+
+/* Word @i of a payload of @size bytes, when there is one (unrolled). */
+#define tio_word_get(dst, src, size, i, label)				\
+	do {								\
+		const unsigned int _w = (i);				\
+									\
+		if (_w < (size) / sizeof(u64))				\
+			unsafe_get_user((dst)[_w], &(src)[_w], label);	\
+	} while (0)
+#define tio_word_put(dst, src, size, i, label)				\
+	do {								\
+		const unsigned int _w = (i);				\
+									\
+		if (_w < (size) / sizeof(u64))				\
+			unsafe_put_user((src)[_w], &(dst)[_w], label);	\
+	} while (0)
+
+static __always_inline bool tio_words_in(u64 *dst, const void __user *src,
+					 const unsigned int size)
+{
+	const u64 __user *s = src;
+
+	if (!user_access_begin(src, size))
+		return false;
+	tio_word_get(dst, s, size, 0, fault);
+	tio_word_get(dst, s, size, 1, fault);
+	tio_word_get(dst, s, size, 2, fault);
+	tio_word_get(dst, s, size, 3, fault);
+	tio_word_get(dst, s, size, 4, fault);
+	tio_word_get(dst, s, size, 5, fault);
+	user_access_end();
+	return true;
+fault:
+	user_access_end();
+	return false;
+}
+
+static __always_inline bool tio_words_out(void __user *dst, const u64 *src,
+					  const unsigned int size)
+{
+	u64 __user *d = dst;
+
+	if (!user_access_begin(dst, size))
+		return false;
+	tio_word_put(d, src, size, 0, fault);
+	tio_word_put(d, src, size, 1, fault);
+	tio_word_put(d, src, size, 2, fault);
+	tio_word_put(d, src, size, 3, fault);
+	tio_word_put(d, src, size, 4, fault);
+	tio_word_put(d, src, size, 5, fault);
+	user_access_end();
+	return true;
+fault:
+	user_access_end();
+	return false;
 }
 
 #endif /* _TIO_DISPATCH_H */

@@ -14,19 +14,6 @@
 
 #include "tio_priv.h"
 
-/**
- * tio_call_init() - a new call, with an empty fd queue
- * @q: the call, on the caller's stack
- * @nonblock: see struct tio_call
- */
-void tio_call_init(struct tio_call *q, bool nonblock)
-{
-	q->nonblock = nonblock;
-	q->n = 0;
-	q->cap = 1;
-	q->ent = &q->one;
-}
-
 /* Room for one more entry: the first comes inline, SUBMIT doubles. */
 static int tio_call_grow(struct tio_call *q)
 {
@@ -80,11 +67,13 @@ static void tio_call_free_fds(struct tio_call *q)
 }
 
 /**
- * tio_call_install_fds() - install every reserved fd: their numbers reached
- * userspace
+ * __tio_call_install_fds() - install every reserved fd: their numbers
+ * reached userspace
  * @q: the queue, empty on return
+ *
+ * Called through tio_call_install_fds() when the queue is not empty.
  */
-void tio_call_install_fds(struct tio_call *q)
+void __tio_call_install_fds(struct tio_call *q)
 {
 	unsigned int i;
 
@@ -94,13 +83,14 @@ void tio_call_install_fds(struct tio_call *q)
 }
 
 /**
- * tio_call_abort_fds() - give back every reserved fd and drop its file
+ * __tio_call_abort_fds() - give back every reserved fd and drop its file
  * @q: the queue, empty on return
  *
+ * Called through tio_call_abort_fds() when the queue is not empty.
  * For a result that could not be written back: userspace never learnt
  * the numbers, so they must not appear in its table.
  */
-void tio_call_abort_fds(struct tio_call *q)
+void __tio_call_abort_fds(struct tio_call *q)
 {
 	unsigned int i;
 

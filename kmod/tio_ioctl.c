@@ -444,8 +444,9 @@ static int tio_payload_out(const struct tio_op *op, unsigned int cmd,
 	return 0;
 }
 
-/**
- * tio_cmd_user() - run one command whose payload is in user memory
+/*
+ * tio_cmd_user_table() - run one command whose payload is in user memory,
+ * through the table: every command, of every size
  * @tf: the file
  * @cmd: a TIO_IOC_* number, of any size the structure ever had
  * @uptr: the payload
@@ -462,8 +463,8 @@ static int tio_payload_out(const struct tio_op *op, unsigned int cmd,
  * non-zero bytes past the kernel's, -EAGAIN for a command @nonblock
  * leaves to io-wq.
  */
-long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
-		  bool nonblock)
+static long tio_cmd_user_table(struct tio_file *tf, unsigned int cmd,
+			       void __user *uptr, bool nonblock)
 {
 	struct tio_payload buf;
 	const struct tio_op *op;
@@ -489,6 +490,114 @@ long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
 	return ret;
 }
 
+/*
+ * One hot command by ioctl() or a uring command's user pointer, @cmd a
+ * constant equal to the caller's number: the caller's structure is the
+ * kernel's (no zero extension, no tail to check), so the payload moves
+ * as words (tio_words_in()). The rest is tio_cmd_user()'s: the payload is
+ * written back only when the command succeeded, fds installed only after
+ * that. Its handlers are TIO_NB_INLINE (SUBMIT and RING_ENTER decide
+ * about @nonblock themselves): no -EAGAIN here.
+ * Handler timing (debugfs tensorio/timing) is the table path's.
+ */
+static __always_inline long
+tio_user_hot(struct tio_file *tf, void __user *uptr, bool nonblock,
+	     const unsigned int cmd,
+	     int (*fn)(struct tio_file *, void *, struct tio_call *))
+{
+	const unsigned int nr = _IOC_NR(cmd), size = _IOC_SIZE(cmd);
+	struct tio_payload buf;
+	struct tio_call call;
+	int ret;
+
+	BUILD_BUG_ON(size % sizeof(u64) || size > TIO_CMD_PAYLOAD);
+	if (static_branch_unlikely(&tio_stats_timing))
+		return tio_cmd_user_table(tf, cmd, uptr, nonblock);
+	if (_IOC_DIR(cmd) & _IOC_WRITE) {
+		if (unlikely(!tio_words_in(buf.w, uptr, size)))
+			return -EFAULT;
+	} else {
+		memset(&buf, 0, sizeof(buf));
+	}
+	tio_call_init(&call, nonblock);
+	trace_tio_cmd_enter(tf, nr);
+	ret = fn(tf, &buf, &call);
+	this_cpu_inc(tio_stats.op[nr].calls);
+	if (unlikely(ret < 0))
+		this_cpu_inc(tio_stats.op[nr].errors);
+	trace_tio_cmd_exit(tf, nr, ret);
+	if (ret >= 0 && (_IOC_DIR(cmd) & _IOC_READ) &&
+	    unlikely(!tio_words_out(uptr, buf.w, size)))
+		ret = -EFAULT;
+	if (likely(ret >= 0))
+		tio_call_install_fds(&call);
+	else
+		tio_call_abort_fds(&call);
+	return ret;
+}
+
+/*
+ * One function per hot command, out of line: tio_cmd_user() stays a few
+ * compares and a tail call, for them and for every other command.
+ */
+#define TIO_USER_HOT(_name, _fn)					\
+static noinline long tio_user_##_fn(struct tio_file *tf, void __user *uptr, \
+				    bool nonblock)			\
+{									\
+	return tio_user_hot(tf, uptr, nonblock, TIO_IOC_##_name,	\
+			    tio_cmd_##_fn);				\
+}
+
+TIO_USER_HOT(INFO, info)
+TIO_USER_HOT(BUF_ALLOC, buf_alloc)
+TIO_USER_HOT(BUF_FREE, buf_free)
+TIO_USER_HOT(FENCE_EMIT, fence_emit)
+TIO_USER_HOT(FENCE_SIGNAL, fence_signal)
+/* The batch entries: their fixed cost is spread over their records. */
+TIO_USER_HOT(SUBMIT, submit)
+TIO_USER_HOT(RING_ENTER, ring_enter)
+
+/**
+ * tio_cmd_user() - run one command whose payload is in user memory
+ * @tf: the file
+ * @cmd: a TIO_IOC_* number, of any size the structure ever had
+ * @uptr: the payload
+ * @nonblock: io_uring's IO_URING_F_NONBLOCK issue: a command that may
+ *	      sleep for long is not run (enum tio_nb)
+ *
+ * The ioctl() form, also used by io_uring commands that complete inline:
+ * the hot commands and the two batch entries (SUBMIT, RING_ENTER) at
+ * their kernel's number directly (tio_user_hot()), everything else
+ * through the table (tio_cmd_user_table()).
+ *
+ * Return: the handler's result; -ENOTTY for an unknown command, -EFAULT
+ * when the payload cannot be copied, -E2BIG for a longer structure with
+ * non-zero bytes past the kernel's, -EAGAIN for a command @nonblock
+ * leaves to io-wq.
+ */
+long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
+		  bool nonblock)
+{
+	switch (cmd) {
+	case TIO_IOC_INFO:
+		return tio_user_info(tf, uptr, nonblock);
+	case TIO_IOC_BUF_ALLOC:
+		return tio_user_buf_alloc(tf, uptr, nonblock);
+	case TIO_IOC_BUF_FREE:
+		return tio_user_buf_free(tf, uptr, nonblock);
+	case TIO_IOC_FENCE_EMIT:
+		return tio_user_fence_emit(tf, uptr, nonblock);
+	case TIO_IOC_FENCE_SIGNAL:
+		return tio_user_fence_signal(tf, uptr, nonblock);
+	case TIO_IOC_SUBMIT:
+		return tio_user_submit(tf, uptr, nonblock);
+	case TIO_IOC_RING_ENTER:
+		return tio_user_ring_enter(tf, uptr, nonblock);
+	default:
+		return tio_cmd_user_table(tf, cmd, uptr, nonblock);
+	}
+}
+
 /**
  * tio_cmd_inline() - run one command whose payload came in the SQE
  * @tf: the file
@@ -498,7 +607,7 @@ long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
  * @nonblock: io_uring's IO_URING_F_NONBLOCK issue
  * @res2: set to bytes 8..15 of the returned payload (0 when none)
  *
- * The payload follows a record's rules (tio_record_run_copy()); fds the
+ * The payload follows a record's rules (tio_record_run_fast()); fds the
  * command created are installed only after they reached @uout.
  *
  * Return: as tio_cmd_user(); -EINVAL for a nested command or a command
@@ -508,9 +617,10 @@ long tio_cmd_inline(struct tio_file *tf, unsigned int cmd, const void *payload,
 		    u64 uout, bool nonblock, u64 *res2)
 {
 	const u64 *src = payload;
+	u64 *w;
 	struct tio_call call;
 	struct tio_cmd rec;
-	unsigned int i, out;
+	unsigned int out;
 	long ret;
 
 	*res2 = 0;
@@ -518,12 +628,20 @@ long tio_cmd_inline(struct tio_file *tf, unsigned int cmd, const void *payload,
 	rec.flags = 0;
 	rec.result = 0;
 	rec.pad = 0;
-	for (i = 0; i < TIO_CMD_PAYLOAD / sizeof(u64); i++)
-		((u64 *)rec.payload.bytes)[i] = READ_ONCE(src[i]);
-	if (nonblock && tio_record_may_block(&rec))
+	/* Unrolled: a loop costs as much again in counting. */
+	w = (u64 *)rec.payload.bytes;
+	w[0] = READ_ONCE(src[0]);
+	w[1] = READ_ONCE(src[1]);
+	w[2] = READ_ONCE(src[2]);
+	w[3] = READ_ONCE(src[3]);
+	w[4] = READ_ONCE(src[4]);
+	w[5] = READ_ONCE(src[5]);
+	/* The hot commands never block (tio_record_run_fast()). */
+	if (nonblock && !tio_cmd_hot(cmd) && tio_record_may_block(&rec))
 		return -EAGAIN;
 	tio_call_init(&call, nonblock);
-	ret = tio_record_run_copy(tf, &rec, &call, &out);
+	/* The hot commands directly, as the ring runs them. */
+	ret = tio_record_run_fast(tf, &rec, &call, &out);
 	if (ret >= 0 && out && uout &&
 	    copy_to_user(u64_to_user_ptr(uout), rec.payload.bytes, out))
 		ret = -EFAULT;

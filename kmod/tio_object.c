@@ -8,6 +8,20 @@
  * reference with kref_get_unless_zero(). An object removed and released
  * concurrently stays readable until a grace period has passed because
  * every release frees its structure with kfree_rcu().
+ *
+ * Most commands name the object the previous one named (a stream that
+ * emits and signals, a buffer allocated and used): tf->hot[type] keeps
+ * the last one found, so that a repeated lookup is a compare instead of
+ * an xarray walk. The cache holds no reference. It is written only under
+ * the xarray's lock, with an object that is in the table at that moment,
+ * and tio_obj_remove() clears it under the same lock before the table's
+ * reference can go: a cached pointer is therefore never left to an
+ * object past its removal, and a reader that loaded it just before is in
+ * an RCU read section, where the structure is still readable and
+ * kref_get_unless_zero() fails once the object is being released. A
+ * lookup that races with STREAM_DESTROY or BUF_FREE of the same handle
+ * (another thread) finds the object or -ENOENT, as an xarray lookup
+ * would.
  */
 #include <linux/err.h>
 #include <linux/rcupdate.h>
@@ -63,9 +77,22 @@ struct tio_obj *tio_obj_get(struct tio_file *tf, u32 handle, u32 type)
 	struct tio_obj *obj;
 
 	rcu_read_lock();
+	obj = rcu_dereference(tf->hot[type]);
+	if (likely(obj && READ_ONCE(obj->handle) == handle &&
+		   kref_get_unless_zero(&obj->ref)))
+		goto out;
 	obj = xa_load(&tf->objs, handle);
 	if (obj && (obj->type != type || !kref_get_unless_zero(&obj->ref)))
 		obj = NULL;
+	if (obj) {
+		/* Cached only while it is still in the table (see above). */
+		xa_lock(&tf->objs);
+		if (xa_load(&tf->objs, handle) == obj &&
+		    READ_ONCE(obj->handle) == handle)
+			rcu_assign_pointer(tf->hot[type], obj);
+		xa_unlock(&tf->objs);
+	}
+out:
 	rcu_read_unlock();
 	return obj ?: ERR_PTR(-ENOENT);
 }
@@ -85,10 +112,13 @@ struct tio_obj *tio_obj_remove(struct tio_file *tf, u32 handle, u32 type)
 
 	xa_lock(&tf->objs);
 	obj = xa_load(&tf->objs, handle);
-	if (obj && obj->type == type)
+	if (obj && obj->type == type) {
 		__xa_erase(&tf->objs, handle);
-	else
+		if (rcu_access_pointer(tf->hot[type]) == obj)
+			RCU_INIT_POINTER(tf->hot[type], NULL);
+	} else {
 		obj = NULL;
+	}
 	xa_unlock(&tf->objs);
 	return obj ?: ERR_PTR(-ENOENT);
 }
@@ -118,7 +148,10 @@ void tio_obj_release_all(struct tio_file *tf)
 {
 	struct tio_obj *obj;
 	unsigned long index;
+	unsigned int type;
 
+	for (type = 0; type < TIO_OBJ_NR; type++)
+		RCU_INIT_POINTER(tf->hot[type], NULL);
 	xa_for_each(&tf->objs, index, obj) {
 		xa_erase(&tf->objs, index);
 		tio_obj_put(obj);

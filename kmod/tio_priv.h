@@ -6,6 +6,11 @@
  *  - tio_file.objs is an xarray; its internal spinlock serialises handle
  *    allocation and removal. Lookups run under RCU and take a reference
  *    with kref_get_unless_zero(), so no handler sleeps under a spinlock.
+ *  - tio_file.hot[] caches the last object looked up of each type. It is
+ *    written only under the xarray's spinlock and only with an object
+ *    that is in the table then; removal clears it under the same lock
+ *    before the table's reference goes, so it never points to a freed
+ *    object; readers use it under RCU like the table (tio_object.c).
  *  - Each object carries its own lock for its state (see the object's
  *    file); objects never take another object's lock while holding theirs.
  */
@@ -35,6 +40,7 @@
 enum tio_obj_type {
 	TIO_OBJ_BUFFER = 1,
 	TIO_OBJ_STREAM,
+	TIO_OBJ_NR
 };
 
 struct seq_file;
@@ -73,6 +79,7 @@ struct tio_obj {
 /**
  * struct tio_file - one open file of /dev/tensorio
  * @objs: handle -> struct tio_obj *, allocating from 1
+ * @hot: per type, the object the last lookup found in @objs, or NULL
  * @mm: the opener's mm, for memlock accounting (reference via mmgrab)
  * @uring_lock: protects @parked (tio_uring.c); taken in process context
  *		only (issue, task work, ->flush), never from a fence callback
@@ -88,6 +95,7 @@ struct tio_obj {
  */
 struct tio_file {
 	struct xarray objs;
+	struct tio_obj __rcu *hot[TIO_OBJ_NR];
 	struct mm_struct *mm;
 	spinlock_t uring_lock;	/* protects @parked */
 	struct list_head parked;
@@ -243,10 +251,47 @@ struct tio_call {
 };
 
 /* tio_fd.c */
-void tio_call_init(struct tio_call *q, bool nonblock);
 int tio_fd_reserve(struct tio_call *q, struct file *file, bool cloexec);
-void tio_call_install_fds(struct tio_call *q);
-void tio_call_abort_fds(struct tio_call *q);
+void __tio_call_install_fds(struct tio_call *q);
+void __tio_call_abort_fds(struct tio_call *q);
+
+/**
+ * tio_call_init() - a new call, with an empty fd queue
+ * @q: the call, on the caller's stack
+ * @nonblock: see struct tio_call
+ *
+ * Inline, as are the two below: most calls reserve no fd, and every
+ * command pays for them.
+ */
+static inline void tio_call_init(struct tio_call *q, bool nonblock)
+{
+	q->nonblock = nonblock;
+	q->n = 0;
+	q->cap = 1;
+	q->ent = &q->one;
+}
+
+/**
+ * tio_call_install_fds() - install every reserved fd: their numbers
+ * reached userspace
+ * @q: the queue, empty on return
+ */
+static inline void tio_call_install_fds(struct tio_call *q)
+{
+	if (unlikely(q->n || q->ent != &q->one))
+		__tio_call_install_fds(q);
+}
+
+/**
+ * tio_call_abort_fds() - give back every reserved fd and drop its file:
+ * the result could not be written back
+ * @q: the queue, empty on return
+ */
+static inline void tio_call_abort_fds(struct tio_call *q)
+{
+	if (unlikely(q->n || q->ent != &q->one))
+		__tio_call_abort_fds(q);
+}
 
 /*
  * Command handlers: @data is the kernel copy of the payload, @call the
