@@ -97,6 +97,10 @@ def case(name, fast):
     if name == "dlpack/torch-from-empty":
         return (lambda: torch.from_dlpack(tensorio.empty((256,)))), (), 0
     if name == "dlpack/from-torch":
+        _tensorio._torch_accel(True)    # where it is built
+        return tensorio.from_dlpack, (torch.zeros(256),), 0
+    if name == "dlpack/from-torch-dlpack":
+        _tensorio._torch_accel(False)
         return tensorio.from_dlpack, (torch.zeros(256),), 0
     if name == "dlpack/torch-from-numpy":
         return torch.from_dlpack, (np.zeros(256, dtype=np.float32),), 0

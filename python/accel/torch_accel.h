@@ -3,7 +3,8 @@
  * The optional torch accelerator's C interface: tensorio._torch_accel, a
  * C++ module built against Debian's libtorch-dev, exports one capsule
  * holding this table. The extension finds it when it first sees a
- * torch.Tensor argument and otherwise takes the DLPack path.
+ * torch.Tensor (call argument or from_dlpack()) and otherwise takes the
+ * DLPack path.
  */
 #ifndef TENSORIO_PY_TORCH_ACCEL_H
 #define TENSORIO_PY_TORCH_ACCEL_H

@@ -9,7 +9,8 @@
  * consumer's deleter runs; an unconsumed capsule frees it itself.
  * Import: from_dlpack() calls the producer's __dlpack__ (asking for a
  * versioned capsule where the producer takes max_version), and the Tensor
- * keeps the producer's managed tensor until it goes.
+ * keeps the producer's managed tensor until it goes. An exact torch.Tensor
+ * takes the torch accelerator instead where it is built (pt_accel_tensor).
  */
 #include "ext.h"
 #include "torch_accel.h"
@@ -597,7 +598,8 @@ static PyObject *pt_torch_to_dlpack, *pt_str_requires_grad;
 
 /*
  * The torch accelerator (python/accel), when built and loadable: a
- * torch.Tensor argument becomes a Tensor filled from its at::Tensor.
+ * torch.Tensor argument or from_dlpack() becomes a Tensor filled from
+ * its at::Tensor.
  * pt_accel_api stays once found (its release() is what imported Tensors'
  * deleters call); pt_accel_use switches the fast path (tests compare).
  */
@@ -638,12 +640,13 @@ static void pt_accel_deleter(DLManagedTensor *mt)
 }
 
 /*
- * A torch.Tensor argument through the accelerator: 1 with a Tensor that
- * owns a storage reference (so a callee keeping it keeps the memory, as
- * with torch's DLPack export), 0 when the DLPack path must take it, -1
- * with a Python error set.
+ * A torch.Tensor (argument or from_dlpack()) through the accelerator: 1
+ * with a Tensor that owns a storage reference (so a callee keeping it
+ * keeps the memory, as with torch's DLPack export), 0 when the DLPack
+ * path must take it, -1 with a Python error set (@contig refused, as the
+ * DLPack path would).
  */
-static int pt_accel_arg(PyObject *o, tio_object_t **out)
+static int pt_accel_tensor(PyObject *o, int contig, tio_object_t **out)
 {
 	struct pt_accel_mt *a = malloc(sizeof(*a));
 
@@ -657,7 +660,7 @@ static int pt_accel_arg(PyObject *o, tio_object_t **out)
 		return 0;
 	}
 	a->mt.deleter = pt_accel_deleter;
-	if (tio_tensor_from_dlpack(&a->mt, 0, 0, out)) {
+	if (tio_tensor_from_dlpack(&a->mt, 0, contig, out)) {
 		pt_accel_deleter(&a->mt);
 		pt_raise();
 		return -1;
@@ -744,7 +747,7 @@ int pt_tensor_arg(PyObject *o, tio_object_t **out)
 	int rc;
 
 	if (Py_TYPE(o) == pt_torch_tensor && pt_accel_use) {
-		rc = pt_accel_arg(o, out);
+		rc = pt_accel_tensor(o, 0, out);
 		if (rc)
 			return rc;
 	}
@@ -786,6 +789,11 @@ int pt_tensor_from_object(PyObject *o, int require_contiguous, tio_object_t **ou
 	}
 	if (PyCapsule_CheckExact(o))
 		return pt_tensor_from_capsule(o, require_contiguous, out);
+	if (Py_TYPE(o) == pt_torch_tensor && pt_accel_use) {
+		rc = pt_accel_tensor(o, require_contiguous, out);
+		if (rc)
+			return rc < 0 ? -1 : 0;
+	}
 	cap = pt_torch_capsule(o);
 	if (cap) {
 		rc = pt_tensor_from_capsule(cap, require_contiguous, out);
@@ -860,8 +868,8 @@ static PyObject *pt_empty_fn(PyObject *m, PyObject *args, PyObject *kw)
 }
 
 /*
- * _torch_accel(on=None): whether torch.Tensor arguments take the torch
- * accelerator (looked for now if torch is imported); on switches it, for
+ * _torch_accel(on=None): whether torch.Tensor arguments and from_dlpack()
+ * take the torch accelerator (looked for now if torch is imported); on switches it, for
  * tests comparing both paths. Never true when it is not built or loadable.
  */
 static PyObject *pt_torch_accel_fn(PyObject *m, PyObject *args, PyObject *kw)
@@ -893,7 +901,8 @@ static PyObject *pt_torch_accel_fn(PyObject *m, PyObject *args, PyObject *kw)
 PyMethodDef pt_tensor_functions[] = {
 	{ "_torch_accel", (PyCFunction)(void (*)(void))pt_torch_accel_fn,
 	  METH_VARARGS | METH_KEYWORDS,
-	  "_torch_accel(on=None): whether torch.Tensor arguments take the torch accelerator" },
+	  "_torch_accel(on=None): whether torch.Tensor arguments and from_dlpack() "
+	  "take the torch accelerator" },
 	{ "from_dlpack", (PyCFunction)(void (*)(void))pt_from_dlpack,
 	  METH_VARARGS | METH_KEYWORDS,
 	  "from_dlpack(obj, *, require_contiguous=False): a Tensor sharing obj's memory" },
