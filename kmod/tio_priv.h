@@ -63,7 +63,8 @@ struct tio_obj_ops {
  * struct tio_obj - header of every object in a file's table
  * @ref: references: the table holds one, every lookup takes one
  * @type: enum tio_obj_type
- * @handle: the handle in the owning file's table (0 once removed)
+ * @handle: the handle in the owning file's table (0 until inserted;
+ *	  kept after removal, when only the table says it is gone)
  * @ops: type operations
  * @rcu: lookups run under RCU, so the structure is freed after a grace
  *	 period: ops->release frees it with kfree_rcu(ptr, obj.rcu)
