@@ -86,6 +86,9 @@ else
 fi
 rc=0
 ./tio_rxe_test || rc=1
+# The RDMA traffic went through the pair, not through lo.
+st=/sys/class/net
+echo "# vm: veth0 tx $(cat $st/veth0/statistics/tx_packets) rx $(cat $st/veth0/statistics/rx_packets) packets, veth1 tx $(cat $st/veth1/statistics/tx_packets) rx $(cat $st/veth1/statistics/rx_packets), lo tx $(cat $st/lo/statistics/tx_packets)"
 if [ -e bench-args ]; then
 	# The suite runs perftest from where Debian puts it.
 	mkdir -p /usr/bin && cp ib_write_bw ib_read_bw /usr/bin/
