@@ -61,7 +61,7 @@ static int rdma_setup(struct bench_run *run)
 		return bench_fail(run, EIO, "tensorio buffers: %s",
 				  tio_error_message(tio_error_peek_raised()));
 	s->ma = ibv_reg_mr(s->r.pd, tio_buffer_data(s->a), RDMA_SIZE, IBV_ACCESS_LOCAL_WRITE);
-	s->mb = ibv_reg_mr(s->r.pd, tio_buffer_data(s->b), RDMA_SIZE,
+	s->mb = ibv_reg_mr(s->r.b.pd, tio_buffer_data(s->b), RDMA_SIZE,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (!s->ma || !s->mb)
 		return bench_fail(run, errno, "ibv_reg_mr of a tensorio buffer: %s",

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * RDMA verbs on tensorio buffers (issue 20), run in the VM over soft-RoCE
- * (tests/net/vm-rxe.sh makes rxe0 over a veth): the /dev/tensorio mapping
- * of a BUF_ALLOC buffer registers with ibv_reg_mr(), and RDMA WRITE and
- * READ move bytes between two such buffers through two RC queue pairs
- * connected to each other on the one device (rxe loops a packet back when
- * its destination is one of its own addresses). Skips, naming the reason,
- * where no verbs device exists.
+ * (tests/net/vm-rxe.sh makes rxe0 and rxe1 on the two ends of a veth pair
+ * and names them in $TIO_RDMA_DEV and $TIO_RDMA_DEV2): the /dev/tensorio
+ * mapping of a BUF_ALLOC buffer registers with ibv_reg_mr(), and RDMA
+ * WRITE and READ move bytes between two such buffers, buffer A registered
+ * on QP A's device and buffer B on QP B's, across the veth pair. Without
+ * $TIO_RDMA_DEV2 both QPs are on one device (rxe loops a packet back when
+ * its destination is one of its own addresses), which two_devices reports
+ * as a skip. Skips, naming the reason, where no verbs device exists.
  */
 #include "kselftest_harness.h"
 #include "tio_buf_common.h"
 #include "tio_rdma_loop.h"
+
+#include <arpa/inet.h>
 
 #define LEN (1UL << 20)
 
@@ -59,6 +63,22 @@ FIXTURE_TEARDOWN(rxe)
 	close(self->fd);
 }
 
+/* QP A and QP B are on two devices, each with its own GID. */
+TEST_F(rxe, two_devices)
+{
+	const char *na = ibv_get_device_name(self->r.a.ctx->device);
+	const char *nb = ibv_get_device_name(self->r.b.ctx->device);
+	char ga[INET6_ADDRSTRLEN], gb[INET6_ADDRSTRLEN];
+
+	inet_ntop(AF_INET6, self->r.a.gid.raw, ga, sizeof(ga));
+	inet_ntop(AF_INET6, self->r.b.gid.raw, gb, sizeof(gb));
+	if (!self->r.two)
+		SKIP(return, "one device: QP A and QP B both on %s (GID %s)", na, ga);
+	TH_LOG("QP A on %s (GID %s), QP B on %s (GID %s)", na, ga, nb, gb);
+	ASSERT_STRNE(na, nb);
+	ASSERT_NE(0, memcmp(self->r.a.gid.raw, self->r.b.gid.raw, sizeof(self->r.a.gid.raw)));
+}
+
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
 /* WRITE a whole buffer into another, READ it back, then a byte range. */
@@ -69,7 +89,7 @@ TEST_F(rxe, write_read)
 
 	ma = ibv_reg_mr(self->r.pd, self->a.p, LEN, ACCESS);
 	ASSERT_NE(NULL, ma) TH_LOG("ibv_reg_mr(BUF_ALLOC mapping): %s", strerror(errno));
-	mb = ibv_reg_mr(self->r.pd, self->b.p, LEN, ACCESS);
+	mb = ibv_reg_mr(self->r.b.pd, self->b.p, LEN, ACCESS);
 	ASSERT_NE(NULL, mb) TH_LOG("ibv_reg_mr(BUF_ALLOC mapping): %s", strerror(errno));
 
 	tio_fill(self->a.p, LEN, 1);
@@ -113,7 +133,7 @@ TEST_F(rxe, registration_outlives_free)
 
 	ma = ibv_reg_mr(self->r.pd, self->a.p, LEN, ACCESS);
 	ASSERT_NE(NULL, ma);
-	mb = ibv_reg_mr(self->r.pd, self->b.p, LEN, ACCESS);
+	mb = ibv_reg_mr(self->r.b.pd, self->b.p, LEN, ACCESS);
 	ASSERT_NE(NULL, mb);
 	tio_fill(self->b.p, LEN, 4);
 	ASSERT_EQ(0, munmap(self->b.p, LEN));
@@ -143,7 +163,7 @@ TEST_F(rxe, dmabuf_mapping_mr)
 				TIO_EXPORT_F_RDWR | TIO_EXPORT_F_CLOEXEC, &dmafd));
 	d = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_SHARED, dmafd, 0);
 	ASSERT_NE(MAP_FAILED, d);
-	md = ibv_reg_mr(self->r.pd, d, LEN, ACCESS);
+	md = ibv_reg_mr(self->r.b.pd, d, LEN, ACCESS);
 	ASSERT_NE(NULL, md) TH_LOG("ibv_reg_mr(dma-buf mapping): %s", strerror(errno));
 	ma = ibv_reg_mr(self->r.pd, self->a.p, LEN, ACCESS);
 	ASSERT_NE(NULL, ma);
@@ -170,7 +190,7 @@ TEST_F(rxe, dmabuf_mr)
 
 	ASSERT_EQ(0, tio_export(self->fd, self->b.handle,
 				 TIO_EXPORT_F_RDWR | TIO_EXPORT_F_CLOEXEC, &dmafd));
-	md = ibv_reg_dmabuf_mr(self->r.pd, 0, LEN, (uintptr_t)self->b.p, dmafd, ACCESS);
+	md = ibv_reg_dmabuf_mr(self->r.b.pd, 0, LEN, (uintptr_t)self->b.p, dmafd, ACCESS);
 	if (!md) {
 		int err = errno;
 
@@ -178,7 +198,7 @@ TEST_F(rxe, dmabuf_mr)
 		ASSERT_TRUE(err == EOPNOTSUPP || err == EPROTONOSUPPORT)
 			TH_LOG("ibv_reg_dmabuf_mr: %s", strerror(err));
 		SKIP(return, "%s: ibv_reg_dmabuf_mr says %s",
-		     ibv_get_device_name(self->r.ctx->device), strerror(err));
+		     ibv_get_device_name(self->r.b.ctx->device), strerror(err));
 	}
 	ma = ibv_reg_mr(self->r.pd, self->a.p, LEN, ACCESS);
 	ASSERT_NE(NULL, ma);

@@ -1,7 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Guest script (tests/vm/run.sh -s, staged by tests/net/vm-stage.sh):
-# soft-RoCE device rxe0 over a veth, then tio_rxe_test on it, and
+# soft-RoCE devices rxe0 and rxe1 on the two ends of a veth pair (rxe0
+# alone, said as a skip, where that setup fails), then tio_rxe_test
+# between them, and
 # tio-bench where vm-stage.sh was given its arguments. Skips, saying why,
 # where a piece is missing.
 cd /tio/bin || exit 1
@@ -22,29 +24,80 @@ cp verbs/librxe-rdmav*.so "$(cat verbs/provider-dir)/"
 
 ./ip link set lo up
 ./ip link add veth0 type veth peer name veth1 || skip "no veth pair"
-./ip addr add 10.77.0.1/24 dev veth0
-./ip link set veth1 up
-./ip link set veth0 up
-./rdma link add rxe0 type rxe netdev veth0 || skip "rdma link add rxe0 failed"
-# The port turns active and its IPv4 GID appears from a workqueue.
-i=0
-while [ $i -lt 100 ]; do
-	./ibv_devinfo -d rxe0 -v 2>/dev/null | grep -q 'PORT_ACTIVE' &&
-		./ibv_devinfo -d rxe0 -v 2>/dev/null | grep -q '::ffff:10.77.0.1' && break
-	i=$((i + 1))
-	sleep 0.1
-done
-echo "# vm: rxe0 over veth0 ($(./rdma link show rxe0/1 2>&1))"
+
+# Wait until rxe device $1's port is active with IPv4 GID $2 (the port
+# turns active and the GID appears from a workqueue).
+rxe_ready() {
+	i=0
+	while [ $i -lt 100 ]; do
+		./ibv_devinfo -d "$1" -v 2>/dev/null | grep -q 'PORT_ACTIVE' &&
+			./ibv_devinfo -d "$1" -v 2>/dev/null | grep -q "::ffff:$2" && return 0
+		i=$((i + 1))
+		sleep 0.1
+	done
+	return 1
+}
+
+# Two devices, rxe0 on veth0 (10.77.0.1) and rxe1 on veth1 (10.77.0.2),
+# both in this namespace (rxe's UDP socket lives only in the initial one).
+# Each address is local, so a plain lookup would loop a packet through lo;
+# rules on the output device (rxe routes with the flow's oif set to its
+# netdev) send it out of its own veth end instead, ahead of the local
+# table, and accept_local with rp_filter off lets the other end take a
+# packet whose source is a local address.
+two() {
+	for k in all veth0 veth1; do
+		echo 1 >/proc/sys/net/ipv4/conf/$k/accept_local || return 1
+		echo 0 >/proc/sys/net/ipv4/conf/$k/rp_filter || return 1
+	done
+	./ip addr add 10.77.0.1/32 dev veth0 &&
+		./ip addr add 10.77.0.2/32 dev veth1 &&
+		./ip link set veth0 up && ./ip link set veth1 up &&
+		./ip route add 10.77.0.2/32 dev veth0 table 100 &&
+		./ip route add 10.77.0.1/32 dev veth1 table 101 &&
+		./ip rule add pref 100 oif veth0 lookup 100 &&
+		./ip rule add pref 101 oif veth1 lookup 101 &&
+		./ip rule add pref 1000 lookup local &&
+		./ip rule del pref 0 lookup local || return 1
+	./rdma link add rxe0 type rxe netdev veth0 || return 1
+	./rdma link add rxe1 type rxe netdev veth1 || return 1
+	rxe_ready rxe0 10.77.0.1 || return 1
+	rxe_ready rxe1 10.77.0.2 || return 1
+	return 0
+}
+
+if two; then
+	export TIO_RDMA_DEV=rxe0 TIO_RDMA_DEV2=rxe1
+	echo "# vm: rxe0 over veth0 ($(./rdma link show rxe0/1 2>&1)), rxe1 over veth1 ($(./rdma link show rxe1/1 2>&1))"
+else
+	# One device that loops back to itself: said, not silent.
+	echo "ok 1 two rxe devices on a veth pair # SKIP setup failed ($(./ip rule 2>&1 | tr '\n' ';')), QP A and B on rxe0 alone"
+	./rdma link delete rxe1 2>/dev/null
+	./rdma link delete rxe0 2>/dev/null
+	./ip link delete veth0
+	./ip link add veth0 type veth peer name veth1 || skip "no veth pair"
+	./ip addr add 10.77.0.10/24 dev veth0
+	./ip link set veth1 up
+	./ip link set veth0 up
+	./rdma link add rxe0 type rxe netdev veth0 || skip "rdma link add rxe0 failed"
+	rxe_ready rxe0 10.77.0.10
+	export TIO_RDMA_DEV=rxe0
+	echo "# vm: rxe0 over veth0 ($(./rdma link show rxe0/1 2>&1))"
+fi
 rc=0
 ./tio_rxe_test || rc=1
+# The RDMA traffic went through the pair, not through lo.
+st=/sys/class/net
+echo "# vm: veth0 tx $(cat $st/veth0/statistics/tx_packets) rx $(cat $st/veth0/statistics/rx_packets) packets, veth1 tx $(cat $st/veth1/statistics/tx_packets) rx $(cat $st/veth1/statistics/rx_packets), lo tx $(cat $st/lo/statistics/tx_packets)"
 if [ -e bench-args ]; then
 	# The suite runs perftest from where Debian puts it.
 	mkdir -p /usr/bin && cp ib_write_bw ib_read_bw /usr/bin/
 	set -f	# the arguments are words, their globs tio-bench's
 	# shellcheck disable=SC2046
-	./tio-bench $(cat bench-args) || rc=1
+	TIO_RDMA_DEV2='' ./tio-bench $(cat bench-args) || rc=1
 	set +f
 fi
+[ -n "${TIO_RDMA_DEV2:-}" ] && { ./rdma link delete rxe1 || rc=1; }
 ./rdma link delete rxe0 || rc=1
 ./ip link delete veth0
 exit $rc
