@@ -132,11 +132,15 @@ def test_kept_argument_has_its_own_shape(paths):
             del t
 
 
+def refused_tensors():
+    """Tensors the accelerator declines (the old path refuses them too)."""
+    return [torch.zeros(2, requires_grad=True), torch.zeros(2).to_sparse(),
+            torch.quantize_per_tensor(torch.zeros(2), 0.1, 0, torch.qint8),
+            torch.tensor([True, False])]    # torch 1.13 exports no bool
+
+
 def test_refusals_are_the_same(paths):
-    bad = [torch.zeros(2, requires_grad=True), torch.zeros(2).to_sparse(),
-           torch.quantize_per_tensor(torch.zeros(2), 0.1, 0, torch.qint8),
-           torch.tensor([True, False])]    # torch 1.13 exports no bool
-    for t in bad:
+    for t in refused_tensors():
         errors = []
         for on in paths:
             _tensorio._torch_accel(on)
@@ -222,10 +226,7 @@ def test_from_dlpack_writes_seen_both_ways(paths):
 
 
 def test_from_dlpack_refusals_are_the_same(paths):
-    bad = [torch.zeros(2, requires_grad=True), torch.zeros(2).to_sparse(),
-           torch.quantize_per_tensor(torch.zeros(2), 0.1, 0, torch.qint8),
-           torch.tensor([True, False])]    # torch 1.13 exports no bool
-    for t in bad:
+    for t in refused_tensors():
         errors = []
         for on in paths:
             _tensorio._torch_accel(on)
