@@ -456,6 +456,71 @@ TEST(entry_objects_functions)
 	ASSERT_NO_LEAKS();
 }
 
+struct counting_alloc {
+	TVMFFICustomAllocator base;
+	int calls;
+};
+
+static void *count_allocate(size_t size, size_t alignment, int32_t type_index, void *context)
+{
+	struct counting_alloc *a = context;
+
+	a->calls++;
+	return TVMFFIGetCustomAllocator()->allocate(size, alignment, type_index, NULL);
+}
+
+/* The custom allocator registry, as 0.1.14: kept and handed back, not applied. */
+TEST(entry_custom_allocator)
+{
+	TVMFFICustomAllocator *builtin = TVMFFIGetCustomAllocator(), none = { NULL, NULL };
+	struct counting_alloc mine = { { count_allocate, &mine }, 0 };
+	TVMFFIObjectAllocHeader *h;
+	TVMFFIByteArray text = { "a string longer than seven bytes", 32 };
+	TVMFFIAny s;
+	char *p;
+
+	ASSERT_NE(NULL, builtin);
+	ASSERT_NE(NULL, builtin->allocate);
+	EXPECT_EQ(NULL, builtin->context);
+	p = builtin->allocate(40, 16, kTVMFFIObject, NULL);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(0, (uintptr_t)p % 16);
+	memset(p, 0xa5, 40);	/* the whole body is usable (ASan) */
+	h = (TVMFFIObjectAllocHeader *)p - 1;
+	ASSERT_NE(NULL, h->delete_space);
+	h->delete_space(p);	/* frees the block with its header (ASan, valgrind) */
+	p = builtin->allocate(0, 1, kTVMFFIStr, NULL);
+	ASSERT_NE(NULL, p);
+	((TVMFFIObjectAllocHeader *)p - 1)->delete_space(p);
+
+	EXPECT_EQ(NULL, builtin->allocate(8, 0, kTVMFFIObject, NULL));
+	ASSERT_RAISED("ValueError", "alignment 0");
+	EXPECT_EQ(NULL, builtin->allocate(8, 12, kTVMFFIObject, NULL));
+	ASSERT_RAISED("ValueError", "alignment 12");
+	EXPECT_EQ(NULL, builtin->allocate(8, 4096, kTVMFFIObject, NULL));
+	ASSERT_RAISED("ValueError", "power of two");
+	EXPECT_EQ(NULL, builtin->allocate(SIZE_MAX - 8, 8, kTVMFFIObject, NULL));
+	ASSERT_RAISED("ValueError", "too large");
+
+	ASSERT_EQ(0, TVMFFISetCustomAllocator(&mine.base));
+	EXPECT_EQ(&mine.base, TVMFFIGetCustomAllocator());
+	/* Objects made now do not go through it (object tying is dormant in 0.1.14). */
+	ASSERT_EQ(0, TVMFFIStringFromByteArray(&text, &s));
+	TVMFFIObjectDecRef(s.v_obj);
+	EXPECT_EQ(0, mine.calls);
+	/* One without allocate is refused and changes nothing. */
+	EXPECT_EQ(-1, TVMFFISetCustomAllocator(&none));
+	ASSERT_RAISED("ValueError", "no allocate callback");
+	EXPECT_EQ(&mine.base, TVMFFIGetCustomAllocator());
+	ASSERT_EQ(0, TVMFFISetCustomAllocator(NULL));	/* back to the builtin one */
+	EXPECT_EQ(builtin, TVMFFIGetCustomAllocator());
+	p = mine.base.allocate(24, 8, kTVMFFIObject, mine.base.context);
+	ASSERT_NE(NULL, p);
+	EXPECT_EQ(1, mine.calls);
+	((TVMFFIObjectAllocHeader *)p - 1)->delete_space(p);
+	ASSERT_NO_LEAKS();
+}
+
 TEST(entry_errors_strings_dtypes)
 {
 	TVMFFIByteArray k = ba("IndexError"), m = ba("out of range"), bt = ba("#0 here\n");
