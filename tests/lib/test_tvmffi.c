@@ -1037,14 +1037,18 @@ TEST(entry_system_lib_symbol)
 	ASSERT_EQ(0, tio_func_call(f, &arg, 1, &ret));
 	EXPECT_EQ(43, ret.v_int64);
 	tio_object_decref(f);
+	/* Any other name, as TVM FFI: a variable for a context symbol, no function. */
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("tvmtest_var", &ctx));
+	ASSERT_EQ(0, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_", &ctx));
+	EXPECT_FALSE(tio_module_implements_function(lib, "tvmtest_var"));
+	EXPECT_FALSE(tio_module_implements_function(lib, ""));
+	EXPECT_EQ(lib, ctx);
 	tio_object_decref(lib);
 
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi__library_bin", &ctx));
 	ASSERT_RAISED("ImportError", "binary");
-	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("add_one", (void *)sys_add_one));
-	ASSERT_RAISED("ValueError", "'add_one' is neither __tvm_ffi_NAME");
-	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_", (void *)sys_add_one));
-	ASSERT_RAISED("ValueError", "is neither");
+	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("", (void *)sys_add_one));
+	ASSERT_RAISED("ValueError", "empty");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol(NULL, (void *)sys_add_one));
 	ASSERT_RAISED("ValueError", "NULL");
 	EXPECT_EQ(-1, TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_x", NULL));
@@ -1113,20 +1117,36 @@ TEST(system_lib_module_with_prefix)
 	TVMFFIByteArray name = ba("ffi.SystemLib");
 	TVMFFIAny arg = { .type_index = kTVMFFIRawStr }, ret = { .type_index = kTVMFFINone };
 	TVMFFIObjectHandle get, mod, f;
-	void **ctx, *h;
+	void **ctx, **env, **plain, **late, *h;
+	static int marker, other;
 	tio_object_t *sys;
 
 	h = dlopen(FIXTURE_DIR "/fixture_tvm_syslib.so", RTLD_NOW | RTLD_LOCAL);
 	ASSERT_NE(NULL, h);
 	ctx = dlsym(h, "fixture_syslib_ctx");
-	ASSERT_NE(NULL, ctx);
+	env = dlsym(h, "fixture_syslib_env");
+	plain = dlsym(h, "fixture_syslib_plain");
+	late = dlsym(h, "fixture_syslib_late");
+	ASSERT_TRUE(ctx && env && plain && late);
 	EXPECT_EQ(NULL, *ctx);		/* no library of prefix fx_ yet */
+	ASSERT_EQ(0, TVMFFIEnvModRegisterContextSymbol("tvmtest_env", &marker));
+	ASSERT_EQ(0, TVMFFIEnvModRegisterContextSymbol("tvmtest_plain", &other));
+	EXPECT_EQ(NULL, *env);		/* set when the library is made */
 	ASSERT_EQ(0, TVMFFIFunctionGetGlobal(&name, &get));
 	arg.v_c_str = "fx_";
 	ASSERT_EQ(0, TVMFFIFunctionCall(get, &arg, 1, &ret));
 	ASSERT_EQ(kTVMFFIModule, ret.type_index);
 	mod = ret.v_obj;
 	EXPECT_EQ(mod, *ctx);
+	EXPECT_EQ(&marker, *env);	/* fx_tvmtest_env */
+	EXPECT_EQ(&other, *plain);	/* tvmtest_plain, no prefixed one */
+	/* As TVM FFI: registered after the library was made, not applied. */
+	ASSERT_EQ(0, TVMFFIEnvModRegisterContextSymbol("tvmtest_late", &marker));
+	ret.type_index = kTVMFFINone;
+	ASSERT_EQ(0, TVMFFIFunctionCall(get, &arg, 1, &ret));
+	EXPECT_EQ(mod, ret.v_obj);
+	TVMFFIObjectDecRef(ret.v_obj);
+	EXPECT_EQ(NULL, *late);
 	ASSERT_EQ(0, tio_module_get_function(mod, "add_one", (tio_object_t **)&f));
 	ASSERT_NE(NULL, f);
 	arg.type_index = kTVMFFIInt;
