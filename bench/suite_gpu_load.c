@@ -243,6 +243,20 @@ out:
 	return err;
 }
 
+/* The whole file, mapped read-only (the safetensors library's view). */
+static int ld_map(struct bench_run *run, struct lstate *s, char **out)
+{
+	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return bench_fail(run, errno, "%s", s->path);
+	*out = mmap(NULL, s->size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (*out == MAP_FAILED)
+		return bench_fail(run, errno, "mmap %s", s->path);
+	return 0;
+}
+
 /* The device load against the file's bytes, tensor by tensor. */
 static int ld_verify(struct bench_run *run, struct lstate *s)
 {
@@ -250,15 +264,10 @@ static int ld_verify(struct bench_run *run, struct lstate *s)
 	char *file, *host = NULL;
 	uint64_t max = 0;
 	int64_t i;
-	int err = 0;
-	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	int err = ld_map(run, s, &file);
 
-	if (fd < 0)
-		return bench_fail(run, errno, "%s: %s", s->path, strerror(errno));
-	file = mmap(NULL, s->size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (file == MAP_FAILED)
-		return bench_fail(run, errno, "mmap %s", s->path);
+	if (err)
+		return err;
 	for (i = 0; i < s->n; i++)
 		if (s->t[i].end - s->t[i].begin > max)
 			max = s->t[i].end - s->t[i].begin;
@@ -378,14 +387,10 @@ static int ld_mmap_htod(struct bench_run *run, struct lstate *s)
 {
 	char *file;
 	int64_t i;
-	int err = 0, fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	int err = ld_map(run, s, &file);
 
-	if (fd < 0)
-		return bench_fail(run, errno, "%s: %s", s->path, strerror(errno));
-	file = mmap(NULL, s->size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (file == MAP_FAILED)
-		return bench_fail(run, errno, "mmap %s", s->path);
+	if (err)
+		return err;
 	for (i = 0; i < s->n && !err; i++) {
 		struct ld_tensor *t = &s->t[i];
 
