@@ -69,6 +69,7 @@ struct tio_net_mem {
 	ucp_mem_h memh;
 	void *addr;
 	uint64_t size;
+	bool allocated;			/* UCX's memory (tio_net_mem_alloc) */
 };
 
 struct tio_net_rkey {
