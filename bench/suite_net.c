@@ -6,6 +6,10 @@
  *   put/shm, get/shm        UCX_TLS=sm,self
  *   put/tcp, get/tcp        UCX_TLS=tcp,self (loopback)
  *   .../ucx_perftest        the peer tool's own time per 1 MiB operation
+ *   .../registered          the buffers tio_buffer_alloc'd and registered
+ * The other rows' buffers are UCX's memory (tio_net_mem_alloc), as
+ * ucx_perftest's are (ucp_mem_map with UCP_MEM_MAP_ALLOCATE): over shared
+ * memory only that is one copy by the initiator (docs/net.md).
  * Ours issue every transfer of a sample with a stream point and wait for
  * the last one, as ucx_perftest keeps its operations in flight.
  * libtensorio-net is loaded with dlopen() when the suite runs, so that
@@ -35,6 +39,7 @@
 #define NET_PUT		0x1
 #define NET_TCP		0x2
 #define NET_PEER	0x4	/* the ucx_perftest row */
+#define NET_REG		0x8	/* tio_buffer_alloc + tio_net_mem_register */
 
 static struct {
 	__typeof__(tio_net_worker_create) *worker_create;
@@ -43,6 +48,7 @@ static struct {
 	__typeof__(tio_net_connect) *connect;
 	__typeof__(tio_net_ep_close) *ep_close;
 	__typeof__(tio_net_mem_register) *mem_register;
+	__typeof__(tio_net_mem_alloc) *mem_alloc;
 	__typeof__(tio_net_mem_deregister) *mem_deregister;
 	__typeof__(tio_net_rkey_pack) *rkey_pack;
 	__typeof__(tio_net_rkey_unpack) *rkey_unpack;
@@ -59,7 +65,7 @@ static int net_load(struct bench_run *run)
 		return bench_skip(run, "no libtensorio-net: %s", dlerror());
 #define SYM(f) (*(void **)&net.f = dlsym(h, "tio_net_" #f))
 	if (!SYM(worker_create) || !SYM(worker_destroy) || !SYM(worker_address) ||
-	    !SYM(connect) || !SYM(ep_close) || !SYM(mem_register) || !SYM(mem_deregister) ||
+	    !SYM(connect) || !SYM(ep_close) || !SYM(mem_register) || !SYM(mem_alloc) || !SYM(mem_deregister) ||
 	    !SYM(rkey_pack) || !SYM(rkey_unpack) || !SYM(rkey_destroy) || !SYM(put) ||
 	    !SYM(get))
 		return bench_fail(run, ENOENT, "libtensorio-net lacks a symbol: %s", dlerror());
@@ -100,6 +106,7 @@ struct nstate {
 	tio_net_rkey_t *rk;
 	tio_buffer_t *b;
 	tio_stream_t *s;
+	int reg;	/* the buffer registered, not UCX's (NET_REG) */
 };
 
 /* Worker, buffer and registration; the address and, with @key, the key sent. */
@@ -109,8 +116,13 @@ static int net_side(struct nstate *s, int key)
 	void *p;
 	int r;
 
-	if (net.worker_create(&s->w) || tio_buffer_alloc(NET_SIZE, NULL, &s->b) ||
-	    net.mem_register(s->w, s->b, &s->m) || net.worker_address(s->w, &p, &n))
+	if (net.worker_create(&s->w))
+		return -1;
+	if (s->reg ? tio_buffer_alloc(NET_SIZE, NULL, &s->b) ||
+		     net.mem_register(s->w, s->b, &s->m) :
+		     net.mem_alloc(s->w, NET_SIZE, &s->m))
+		return -1;
+	if (net.worker_address(s->w, &p, &n))
 		return -1;
 	r = send_blob(s->sock, p, (uint32_t)n);
 	free(p);
@@ -150,9 +162,9 @@ static void net_release(struct nstate *s)
 }
 
 /* The target: its memory, key and address; it progresses until told to go. */
-static void net_peer(int sock)
+static void net_peer(int sock, int reg)
 {
-	struct nstate s = { .sock = sock };
+	struct nstate s = { .sock = sock, .reg = reg };
 	char c;
 	int rc = 1;
 
@@ -179,7 +191,7 @@ static int net_setup_ours(struct bench_run *run, struct nstate *s)
 		return bench_fail(run, errno, "fork: %s", strerror(errno));
 	if (!s->child) {
 		close(sv[0]);
-		net_peer(sv[1]);
+		net_peer(sv[1], s->reg);
 	}
 	close(sv[1]);
 	s->sock = sv[0];
@@ -215,6 +227,7 @@ static int net_setup(struct bench_run *run)
 	if (!s)
 		return -ENOMEM;
 	s->sock = -1;
+	s->reg = !!(a & NET_REG);
 	run->state = s;
 	return a & NET_PEER ? 0 : net_setup_ours(run, s);
 }
@@ -308,17 +321,21 @@ static void net_teardown(struct bench_run *run)
 
 #define NET(n, a, r, what) {						\
 	.suite = "net", .name = n, .ref = r, .bytes = NET_SIZE,		\
-	.target_ratio = (a) & NET_PEER ? 0 : 1 / 0.9, .note = what,	\
+	.target_ratio = (a) & (NET_PEER | NET_REG) ? 0 : 1 / 0.9, .note = what, \
 	.setup = net_setup, .run = net_run, .teardown = net_teardown, .arg = (a) }
 
 static struct bench_case cases[] = {
 	NET("put/shm/ucx_perftest", NET_PEER | NET_PUT, "put/shm/ucx_perftest",
 	    "ucx_perftest -t ucp_put_bw -s 1MiB, UCX_TLS=sm,self (its own time per put)"),
 	NET("put/shm", NET_PUT, "put/shm/ucx_perftest",
-	    "tio_net_put of 1 MiB + flush on a stream point, sm (target: >= 0.9x ucx_perftest's GB/s)"),
+	    "tio_net_put of 1 MiB + flush on a stream point, sm, tio_net_mem_alloc buffers (target: >= 0.9x ucx_perftest's GB/s)"),
 	NET("get/shm/ucx_perftest", NET_PEER, "get/shm/ucx_perftest",
 	    "ucx_perftest -t ucp_get -s 1MiB, UCX_TLS=sm,self"),
-	NET("get/shm", 0, "get/shm/ucx_perftest", "tio_net_get of 1 MiB on a stream point, sm"),
+	NET("get/shm", 0, "get/shm/ucx_perftest", "tio_net_get of 1 MiB on a stream point, sm, tio_net_mem_alloc buffers"),
+	NET("put/shm/registered", NET_PUT | NET_REG, "put/shm/ucx_perftest",
+	    "the same, both buffers tio_buffer_alloc + tio_net_mem_register (AM-emulated in UCX 1.13)"),
+	NET("get/shm/registered", NET_REG, "get/shm/ucx_perftest",
+	    "the same, both buffers tio_buffer_alloc + tio_net_mem_register (AM-emulated in UCX 1.13)"),
 	NET("put/tcp/ucx_perftest", NET_PEER | NET_PUT | NET_TCP, "put/tcp/ucx_perftest",
 	    "ucx_perftest -t ucp_put_bw -s 1MiB, UCX_TLS=tcp,self (loopback)"),
 	NET("put/tcp", NET_PUT | NET_TCP, "put/tcp/ucx_perftest",

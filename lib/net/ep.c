@@ -244,7 +244,8 @@ out:
 			      "net: closing the endpoint: the flush timed out after %lld ms, closed by force",
 			      (long long)(t / 1000000));
 	else if (ret && ret != -ENOMEM)
-		tio_net_raise(ep, ret, "net: closing the endpoint");
+		tio_net_raise(ep, ret, "net: closing the endpoint%s%s",
+			      ep->why[0] ? ": it failed before: " : "", ep->why);
 	free(ep->peer);
 	free(ep);
 	return ret ? -1 : 0;

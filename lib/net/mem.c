@@ -5,8 +5,10 @@
  * one endpoint.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "net_internal.h"
 
@@ -57,15 +59,94 @@ int tio_net_mem_register(tio_net_worker_t *w, tio_buffer_t *buf, tio_net_mem_t *
 	return 0;
 }
 
+/*
+ * UCX's shared-memory transports (sysv, posix) address only memory they
+ * allocated themselves: the peer attaches the segment named in the remote
+ * key, and a put or get is one copy by the initiator. Memory they merely
+ * register (a tensorio buffer's mapping) is reached by active messages
+ * that the target copies in. So let UCX allocate (as ucx_perftest does)
+ * and make a buffer of that memory.
+ */
+int tio_net_mem_alloc(tio_net_worker_t *w, size_t size, tio_net_mem_t **out)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	ucp_mem_map_params_t p = {
+		.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS |
+			      UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+			      UCP_MEM_MAP_PARAM_FIELD_FLAGS,
+		.address = NULL,
+		.flags = UCP_MEM_MAP_ALLOCATE,
+	};
+	ucp_mem_attr_t a = {
+		.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH,
+	};
+	tio_net_mem_t *m;
+	ucs_status_t st;
+
+	if (!size || size > SIZE_MAX - page)
+		return tio_raise_errno(EINVAL, "net: allocating %zu bytes: bad size", size);
+	p.length = (size + page - 1) & ~(page - 1);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return tio_raise_errno(ENOMEM, "net: no memory for a registration");
+	pthread_mutex_lock(&w->lock);
+	st = ucp_mem_map(w->ctx, &p, &m->memh);
+	if (st == UCS_OK) {
+		st = ucp_mem_query(m->memh, &a);
+		if (st != UCS_OK)
+			ucp_mem_unmap(w->ctx, m->memh);
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (st != UCS_OK) {
+		free(m);
+		return tio_raise_errno(-tio_net_errno(st), "net: allocating %zu bytes: %s",
+				       p.length, ucs_status_string(st));
+	}
+	if ((uintptr_t)a.address % page || a.length < p.length) {
+		errno = EINVAL;	/* UCX gave memory a buffer cannot be */
+		goto err_unmap;
+	}
+	memset(a.address, 0, p.length);
+	if (tio_buffer_pin(a.address, p.length, 0, &m->buf))
+		goto err_unmap;
+	m->w = w;
+	m->addr = a.address;
+	m->size = p.length;
+	m->allocated = true;
+	pthread_mutex_lock(&w->lock);
+	w->mems++;
+	pthread_mutex_unlock(&w->lock);
+	*out = m;
+	return 0;
+
+err_unmap:
+	pthread_mutex_lock(&w->lock);
+	ucp_mem_unmap(w->ctx, m->memh);
+	pthread_mutex_unlock(&w->lock);
+	free(m);
+	if (!tio_error_peek_raised())
+		tio_raise_errno(EINVAL, "net: UCX allocated %zu bytes at %p: not whole pages",
+				(size_t)a.length, a.address);
+	return -1;
+}
+
+tio_buffer_t *tio_net_mem_buffer(tio_net_mem_t *m)
+{
+	return m->buf;
+}
+
 void tio_net_mem_deregister(tio_net_mem_t *m)
 {
 	if (!m)
 		return;
+	if (m->allocated)	/* unpinned before UCX frees the memory */
+		tio_buffer_decref(m->buf);
 	pthread_mutex_lock(&m->w->lock);
 	ucp_mem_unmap(m->w->ctx, m->memh);
 	m->w->mems--;
 	pthread_mutex_unlock(&m->w->lock);
-	tio_buffer_decref(m->buf);
+	if (!m->allocated)
+		tio_buffer_decref(m->buf);
 	free(m);
 }
 

@@ -32,6 +32,7 @@ struct tio_net_op {
 	uint64_t seqno;
 	bool done;
 	bool orphan;			/* its endpoint closed: freed on completion */
+	int64_t deadline;		/* CLOCK_MONOTONIC ns to give up at, or 0 */
 	int status;			/* 0 or a negative errno */
 	void *req;			/* the UCP request while in flight */
 	size_t length;			/* bytes received (tag receive) */
@@ -58,6 +59,7 @@ struct tio_net_ep {
 	char *peer;
 	char transports[128];
 	int failed;			/* negative errno from the error handler */
+	char why[96];			/* what failed it, if not UCX ("" else) */
 	bool peer_checked;		/* UCX notices a dead peer (keepalive) */
 };
 
@@ -67,6 +69,7 @@ struct tio_net_mem {
 	ucp_mem_h memh;
 	void *addr;
 	uint64_t size;
+	bool allocated;			/* UCX's memory (tio_net_mem_alloc) */
 };
 
 struct tio_net_rkey {
@@ -78,6 +81,7 @@ struct tio_net_rkey {
 
 /* worker.c */
 int tio_net_errno(ucs_status_t st);
+int64_t tio_net_now(void);
 struct tio_net_op *tio_net_op_new(tio_net_ep_t *ep, const char *what);
 void tio_net_op_start(tio_net_worker_t *w, struct tio_net_op *op);
 void tio_net_op_track(tio_net_worker_t *w, struct tio_net_op *op, ucs_status_ptr_t req);

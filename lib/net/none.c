@@ -56,6 +56,18 @@ int tio_net_mem_register(tio_net_worker_t *w, tio_buffer_t *buf, tio_net_mem_t *
 	return tio_net_none();
 }
 
+int tio_net_mem_alloc(tio_net_worker_t *w, size_t size, tio_net_mem_t **out)
+{
+	(void)w, (void)size, (void)out;
+	return tio_net_none();
+}
+
+tio_buffer_t *tio_net_mem_buffer(tio_net_mem_t *m)
+{
+	(void)m;
+	return NULL;
+}
+
 void tio_net_mem_deregister(tio_net_mem_t *m)
 {
 	(void)m;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "net_internal.h"
@@ -64,8 +65,9 @@ static int tio_net_rma(bool put, tio_net_ep_t *ep, tio_net_mem_t *local,
 		ret = ep->failed;
 		pthread_mutex_unlock(&w->lock);
 		free(op);
-		return tio_net_raise(ep, ret, "net %s of %llu bytes: the endpoint failed",
-				     what, (unsigned long long)len);
+		return tio_net_raise(ep, ret, "net %s of %llu bytes: the endpoint failed%s%s",
+				     what, (unsigned long long)len, ep->why[0] ? ": " : "",
+				     ep->why);
 	}
 	if (s) {
 		if (tio_fence_emit(s, &op->seqno)) {
@@ -75,6 +77,9 @@ static int tio_net_rma(bool put, tio_net_ep_t *ep, tio_net_mem_t *local,
 		}
 		tio_object_incref((tio_object_t *)s);
 		op->stream = s;
+		/* Where UCX does not watch the peer, the same bound as below. */
+		if (!ep->peer_checked)
+			op->deadline = tio_net_now() + w->close_timeout_ns;
 		sq = op->seqno;	/* op is freed once signalled */
 		tio_net_op_start(w, op);
 	}
@@ -111,8 +116,12 @@ issued:
 		 * until then; the op stays with the worker as long.
 		 */
 		ucp_request_cancel(w->worker, op->req);
-		if (!ep->failed)
+		if (!ep->failed) {
 			ep->failed = -ETIMEDOUT;
+			snprintf(ep->why, sizeof(ep->why),
+				 "a %s got no answer after %lld ms (TIO_NET_CLOSE_TIMEOUT_MS)",
+				 what, (long long)(t / 1000000));
+		}
 		tio_net_op_orphan(w, op);
 		pthread_mutex_unlock(&w->lock);
 		return tio_net_raise(ep, ETIMEDOUT,

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,6 +40,14 @@ int tio_net_errno(ucs_status_t st)
 	default:
 		return -EIO;
 	}
+}
+
+int64_t tio_net_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Signal the done prefix of the stream FIFO, in order. Lock held. */
@@ -97,6 +106,40 @@ void tio_net_ep_cancel_ops(tio_net_worker_t *w, tio_net_ep_t *ep)
 }
 
 /*
+ * A stream transfer towards a peer UCX does not watch (shared memory) that
+ * is still in flight at its deadline: its peer is taken for dead. The
+ * endpoint fails, and its unfinished stream points signal -ETIMEDOUT now
+ * (their requests are cancelled; UCX may keep them until the close). Lock
+ * held.
+ */
+static void tio_net_expire(tio_net_worker_t *w)
+{
+	struct tio_net_op *op, *o;
+	tio_net_ep_t *ep;
+
+	for (op = w->head; op && (op->done || !op->deadline); op = op->next)
+		;
+	if (!op || tio_net_now() < op->deadline)
+		return;
+	ep = op->ep;
+	if (!ep->failed) {
+		ep->failed = -ETIMEDOUT;
+		snprintf(ep->why, sizeof(ep->why),
+			 "a %s got no answer after %lld ms (TIO_NET_CLOSE_TIMEOUT_MS)",
+			 op->what, (long long)(w->close_timeout_ns / 1000000));
+	}
+	for (o = op; o; o = o->next) {
+		if (o->ep != ep || o->done)
+			continue;
+		o->done = true;		/* before the cancel: it may complete it */
+		o->status = -ETIMEDOUT;
+		if (o->req)
+			ucp_request_cancel(w->worker, o->req);
+	}
+	tio_net_complete(w);
+}
+
+/*
  * The peer's one-sided operations and wire-up need this side to progress
  * too, so the thread never stops: it spins while work is in flight or
  * arrived lately, then naps a millisecond at a time (woken early by new
@@ -118,6 +161,8 @@ static void *tio_net_progress(void *arg)
 			idle = 0;
 		}
 		tio_net_complete(w);
+		if (w->head)
+			tio_net_expire(w);
 		if (w->inflight || ++idle < TIO_NET_SPIN) {
 			pthread_mutex_unlock(&w->lock);
 			sched_yield();

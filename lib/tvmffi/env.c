@@ -202,7 +202,7 @@ int TVMFFIEnvModRegisterContextSymbol(const char *name, void *symbol)
  * TVM FFI's system library symbols (tio_system_lib_register_symbol()):
  * "__tvm_ffi_NAME" a function, a later one replacing an earlier as in TVM
  * FFI; "PREFIX__tvm_ffi__library_ctx" a void * set to the system library
- * of PREFIX.
+ * of PREFIX; any other name a void * a context symbol may set.
  */
 int TVMFFIEnvModRegisterSystemLibSymbol(const char *name, void *ptr)
 {

@@ -223,6 +223,23 @@ TVM_FFI_DLL int TVMFFIObjectIncRef(TVMFFIObjectHandle obj);
 TVM_FFI_DLL int TVMFFIObjectDecRef(TVMFFIObjectHandle obj);
 TVM_FFI_DLL int TVMFFIObjectCreateOpaque(void *handle, int32_t type_index,
 					 void (*deleter)(void *handle), TVMFFIObjectHandle *out);
+
+/*
+ * Object storage: the header before an object body that a custom
+ * allocator returns, and the process-wide allocator (c_api.h,
+ * "ObjectAllocHeader and CustomAllocator").
+ */
+typedef struct {
+	void (*delete_space)(void *ptr);	/* ptr: the object body */
+} TVMFFIObjectAllocHeader;
+
+typedef struct {
+	void *(*allocate)(size_t size, size_t alignment, int32_t type_index, void *context);
+	void *context;
+} TVMFFICustomAllocator;
+
+TVM_FFI_DLL TVMFFICustomAllocator *TVMFFIGetCustomAllocator(void);
+TVM_FFI_DLL int TVMFFISetCustomAllocator(TVMFFICustomAllocator *allocator);
 TVM_FFI_DLL int TVMFFITypeKeyToIndex(const TVMFFIByteArray *type_key, int32_t *out_tindex);
 TVM_FFI_DLL int TVMFFIFunctionCreate(void *self, TVMFFISafeCallType safe_call,
 				     void (*deleter)(void *self), TVMFFIObjectHandle *out);

@@ -488,12 +488,17 @@ static PyObject *pt_load_module(PyObject *m, PyObject *arg)
 	return pt_wrap(mod);
 }
 
-static PyObject *pt_system_lib(PyObject *m, PyObject *unused)
+/* As TVM FFI's system_lib(symbol_prefix=""): one Module per prefix. */
+static PyObject *pt_system_lib(PyObject *m, PyObject *args, PyObject *kw)
 {
+	static char *kwlist[] = { "symbol_prefix", NULL };
+	const char *prefix = "";
 	tio_object_t *mod;
 
-	(void)m; (void)unused;
-	if (tio_module_system_lib(&mod))
+	(void)m;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|s:system_lib", kwlist, &prefix))
+		return NULL;
+	if (tio_module_system_lib_prefixed(prefix, &mod))
 		return pt_raise();
 	return pt_wrap(mod);
 }
@@ -605,8 +610,10 @@ PyMethodDef pt_object_functions[] = {
 	  "the names of every global function, sorted" },
 	{ "load_module", pt_load_module, METH_O,
 	  "load_module(path): load a shared object exporting FFI functions" },
-	{ "system_lib", pt_system_lib, METH_NOARGS,
-	  "the process' system library module" },
+	{ "system_lib", (PyCFunction)(void (*)(void))pt_system_lib,
+	  METH_VARARGS | METH_KEYWORDS,
+	  "system_lib(symbol_prefix=''): the process' system library of that prefix;\n"
+	  "its function NAME is __tvm_ffi_<prefix>NAME, else __tvm_ffi_NAME" },
 	{ "_live_objects", pt_live_objects, METH_NOARGS,
 	  "libtensorio objects allocated and not freed (leak checks)" },
 	{ NULL, NULL, 0, NULL },

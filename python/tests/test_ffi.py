@@ -2,6 +2,8 @@
 """The FFI from Python: global functions, values both ways, callbacks,
 modules, reflection."""
 
+import ctypes
+import struct
 import sys
 
 import pytest
@@ -161,6 +163,52 @@ def test_load_module_errors(tmp_path):
         tensorio.load_module(str(tmp_path / "missing.so"))
     with pytest.raises(TypeError):
         tensorio.load_module(42)
+
+
+# Safe-call functions put into the system libraries through the C API
+# (as a system-library module's constructor would); kept for the process,
+# as the registry keeps their addresses.
+_SAFE_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                              ctypes.c_int32, ctypes.c_void_p)
+
+
+def _returns(v):
+    def call(self, args, nargs, ret):
+        ctypes.memmove(ret, struct.pack("<iIq", 1, 0, v), 16)   # Int
+        return 0
+    return _SAFE_CALL(call)
+
+
+_SYSLIB_CALLS = {"__tvm_ffi_pytsl_which": _returns(1),
+                 "__tvm_ffi_pytslx_fallback": _returns(2)}
+
+
+def test_system_lib_symbol_prefix():
+    lib = ctypes.CDLL("libtensorio.so.0")   # the one the extension loaded
+    lib.tio_system_lib_register_symbol.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+    for sym, f in _SYSLIB_CALLS.items():
+        assert lib.tio_system_lib_register_symbol(sym.encode(),
+                                                  ctypes.cast(f, ctypes.c_void_p)) == 0
+    p = tensorio.system_lib("pytsl_")
+    assert isinstance(p, tensorio.Module)
+    assert p == tensorio.system_lib(symbol_prefix="pytsl_")    # one per prefix
+    assert p != tensorio.system_lib()
+    assert tensorio.system_lib() == tensorio.system_lib("")
+    assert p["which"]() == 1                  # __tvm_ffi_pytsl_which
+    assert p.pytslx_fallback() == 2           # no prefixed one: __tvm_ffi_NAME
+    assert "which" not in tensorio.system_lib()
+    assert tensorio.system_lib()["pytsl_which"]() == 1   # the whole name, as TVM FFI
+    assert "which" not in tensorio.system_lib("other_pytsl_")
+    with pytest.raises(TypeError):
+        tensorio.system_lib(3)
+    with pytest.raises(TypeError):
+        tensorio.system_lib(b"pytsl_")
+    with pytest.raises(TypeError):
+        tensorio.system_lib("a", "b")
+    with pytest.raises(TypeError):
+        tensorio.system_lib(prefix="pytsl_")
+    with pytest.raises(ValueError):
+        tensorio.system_lib("a\0b")
 
 
 def test_reflection():

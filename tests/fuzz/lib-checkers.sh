@@ -28,11 +28,12 @@ tsan)
 	# Only programs that start threads (test_net: libtensorio-net's
 	# progress thread); ASLR off, as the TSan runtime of Debian 12 needs on
 	# kernels with high mmap entropy.
-	for src in $(grep -l -e pthread_create -e tio_net_worker_create "$top"/tests/lib/test_*.c); do
+	for src in $(grep -l -e pthread_create -e tio_net_worker_create \
+		     -e tio_safetensors_load_device "$top"/tests/lib/test_*.c); do
 		t=$dir/$(basename "$src" .c)
 		[ -x "$t" ] || continue
 		echo "# tsan $t"
-		TSAN_OPTIONS="exitcode=66 halt_on_error=1 ${TSAN_OPTIONS:-}" \
+		TSAN_OPTIONS="exitcode=66 halt_on_error=1 suppressions=$top/tests/fuzz/tsan.supp ${TSAN_OPTIONS:-}" \
 			setarch "$(uname -m)" -R "$t" || rc=1
 	done
 	;;

@@ -7,6 +7,7 @@
  * buffer before its copies are done gets wrong data, which tests see.
  * Plain C types with the HIP ABI (enums are int, handles pointers).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,7 +71,22 @@ API int hipFree(void *p) { free(p); return 0; }
 API int hipHostRegister(void *p, size_t n, unsigned int f) { (void)p; (void)n; (void)f; return 0; }
 API int hipHostUnregister(void *p) { (void)p; return 0; }
 API int hipHostGetDevicePointer(void **d, void *h, unsigned int f) { (void)f; *d = h; return 0; }
-API int hipMemcpyHtoDAsync(void *dst, void *src, size_t n, void *st) { return queue(st, dst, src, n); }
+/*
+ * FAKE_HIP_FAIL_HTOD=N: the Nth host-to-device copy since the variable was
+ * set fails (copies made while it is unset reset the count).
+ */
+static atomic_long htod_calls;
+
+API int hipMemcpyHtoDAsync(void *dst, void *src, size_t n, void *st)
+{
+	const char *fail = getenv("FAKE_HIP_FAIL_HTOD");
+
+	if (!fail)
+		atomic_store(&htod_calls, 0);
+	else if (atomic_fetch_add(&htod_calls, 1) + 1 == atol(fail))
+		return 1;	/* hipErrorInvalidValue */
+	return queue(st, dst, src, n);
+}
 API int hipMemcpyDtoHAsync(void *dst, void *src, size_t n, void *st) { return queue(st, dst, src, n); }
 API int hipStreamCreateWithFlags(void **st, unsigned int f)
 {

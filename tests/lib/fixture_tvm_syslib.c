@@ -11,6 +11,10 @@
 
 /* The system library of prefix fx_, once it is made (read by the test). */
 EXPORT void *fixture_syslib_ctx;
+/* Context symbols, set when the library is made (read by the test). */
+EXPORT void *fixture_syslib_env;	/* as fx_tvmtest_env */
+EXPORT void *fixture_syslib_plain;	/* as tvmtest_plain */
+EXPORT void *fixture_syslib_late;	/* as fx_tvmtest_late */
 
 static int add_one(void *self, const TVMFFIAny *args, int32_t nargs, TVMFFIAny *ret)
 {
@@ -52,4 +56,7 @@ __attribute__((constructor)) static void fixture_syslib_register(void)
 	TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_fx_version", (void *)version1);
 	TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_fx_version", (void *)version2);
 	TVMFFIEnvModRegisterSystemLibSymbol("fx___tvm_ffi__library_ctx", &fixture_syslib_ctx);
+	TVMFFIEnvModRegisterSystemLibSymbol("fx_tvmtest_env", &fixture_syslib_env);
+	TVMFFIEnvModRegisterSystemLibSymbol("tvmtest_plain", &fixture_syslib_plain);
+	TVMFFIEnvModRegisterSystemLibSymbol("fx_tvmtest_late", &fixture_syslib_late);
 }

@@ -72,12 +72,14 @@ FIXTURE_TEARDOWN(gl)
 	EXPECT_EQ(self->objs, tio_debug_live_objects());
 }
 
-struct prog { int calls, at; uint64_t last, total; };
+struct prog { int calls, at, backwards; uint64_t last, total; };
 
+/* Called in the caller's thread, once per piece: done only grows. */
 static int on_progress(void *arg, uint64_t done, uint64_t total)
 {
 	struct prog *p = arg;
 
+	p->backwards += done <= p->last;
 	p->calls++;
 	p->last = done;
 	p->total = total;
@@ -87,7 +89,7 @@ static int on_progress(void *arg, uint64_t done, uint64_t total)
 TEST_F(gl, through_the_bounce_ring)
 {
 	DLDevice dev = { kDLROCM, 0 };
-	struct prog p = { 0, 0, 0, 0 };
+	struct prog p = { 0, 0, 0, 0, 0 };
 	struct tio_io_opts o;
 	tio_safetensors_t *st;
 	tio_object_t *t;
@@ -104,6 +106,7 @@ TEST_F(gl, through_the_bounce_ring)
 	EXPECT_EQ(NULL, tio_safetensors_buffer(st));
 	EXPECT_EQ(p.total, p.last);
 	EXPECT_LT(4, p.calls);
+	EXPECT_EQ(0, p.backwards);
 	for (i = 0; i < NT; i++) {
 		char name[16];
 		DLTensor *dl;
@@ -124,7 +127,7 @@ TEST_F(gl, through_the_bounce_ring)
 TEST_F(gl, cancelled_half_way_frees_everything)
 {
 	DLDevice dev = { kDLROCM, 0 };
-	struct prog p = { 0, 3, 0, 0 };
+	struct prog p = { 0, 3, 0, 0, 0 };
 	struct tio_io_opts o;
 	tio_safetensors_t *st;
 
@@ -137,7 +140,32 @@ TEST_F(gl, cancelled_half_way_frees_everything)
 	ASSERT_EQ(-1, tio_safetensors_load_device(self->path, dev, &o, &st));
 	ASSERT_DEV_ERR(ECANCELED, "CancelledError");
 	EXPECT_GT(p.total, p.last);
+	EXPECT_EQ(3, p.calls);
 	EXPECT_EQ(0, tio_gpu_debug_live(kDLROCM));
+}
+
+/* A copy failing in one slot's thread reaches the caller; the rest stop. */
+TEST_F(gl, copy_failing_in_a_slot_thread)
+{
+	DLDevice dev = { kDLROCM, 0 };
+	tio_safetensors_t *st;
+	int n;
+
+	if (tio_gpu_init(kDLROCM))
+		SKIP(return, "fake HIP runtime not loaded");
+	for (n = 1; n <= 9; n += 4) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%d", n);
+		setenv("FAKE_HIP_FAIL_HTOD", v, 1);
+		ASSERT_EQ(-1, tio_safetensors_load_device(self->path, dev, NULL, &st));
+		unsetenv("FAKE_HIP_FAIL_HTOD");
+		ASSERT_DEV_MSG(EINVAL, "hipErrorFake");
+		EXPECT_EQ(0, tio_gpu_debug_live(kDLROCM));
+		/* Unset, the copies reset the fake's count; the load is whole. */
+		ASSERT_OK(tio_safetensors_load_device(self->path, dev, NULL, &st));
+		tio_safetensors_free(st);
+	}
 }
 
 TEST_F(gl, no_cuda_and_bad_devices)

@@ -4,6 +4,8 @@
  * producer's deleter called exactly once, alignment and contiguity checks,
  * views with byte offsets and strides.
  */
+#include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +90,106 @@ TEST(import_legacy_zero_copy)
 	EXPECT_EQ(0, legacy_deleted);
 	tio_object_decref(t);
 	EXPECT_EQ(1, legacy_deleted);
+	ASSERT_NO_LEAKS();
+}
+
+#ifdef __SANITIZE_ADDRESS__
+#define TIO_TEST_ASAN 1
+#else
+#define TIO_TEST_ASAN 0
+#endif
+
+static void keep_deleter(DLManagedTensor *mt)
+{
+	legacy_deleted++;
+}
+
+/* Import and release @n tensors of @dl together; the objects in @objs. */
+static int import_n(DLManagedTensor *mt, int n, tio_object_t **objs)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (tio_tensor_from_dlpack(mt, 0, 0, &objs[i]))
+			return -1;
+	return 0;
+}
+
+static void release_n(int n, tio_object_t **objs)
+{
+	while (n--)
+		tio_object_decref(objs[n]);
+}
+
+static void *import_on_thread(void *arg)
+{
+	DLManagedTensor *mt = arg;
+	tio_object_t *objs[3];
+
+	if (import_n(mt, 3, objs))
+		return NULL;
+	release_n(3, objs);	/* into this thread's cache, freed at its exit */
+	return mt;
+}
+
+/*
+ * Blocks of released Tensors serve the next imports of the thread (up to
+ * four); those left go when the thread exits (valgrind finds a leak
+ * otherwise), more than four are freed, large ones are not kept.
+ */
+TEST(import_block_reuse)
+{
+	DLManagedTensor mt = { .dl_tensor = producer_tensor(), .deleter = keep_deleter };
+	tio_object_t *objs[6], *again[6], *big, *t;
+	int64_t shape[6] = { 1, 2, 1, 2, 1, 2 };
+	pthread_t th;
+	void *r, *next;
+	size_t size;
+	int i;
+
+	legacy_deleted = 0;
+	ASSERT_EQ(0, tio_tensor_from_dlpack(&mt, 0, 0, &t));
+	size = malloc_usable_size(t);
+	tio_object_decref(t);
+	/*
+	 * Freed, the block would be the next malloc of its size (glibc's
+	 * tcache is last in, first out); kept, it is the next import's.
+	 */
+	next = malloc(size);
+#ifndef __SANITIZE_ADDRESS__	/* the cache is off under ASan */
+	EXPECT_NE((void *)t, next);
+	ASSERT_EQ(0, tio_tensor_from_dlpack(&mt, 0, 0, &again[0]));
+	EXPECT_EQ(t, again[0]);
+	tio_object_decref(again[0]);
+#endif
+	free(next);
+
+	mt.dl_tensor.strides = NULL;	/* strides filled in the object */
+	ASSERT_EQ(0, import_n(&mt, 6, objs));
+	release_n(6, objs);
+	ASSERT_EQ(0, import_n(&mt, 6, again));
+	for (i = 0; i < 6; i++) {
+		EXPECT_EQ(1, tio_object_strong_count(again[i]));
+		EXPECT_EQ(tio_tensor_dl(again[i])->strides[1], 1);
+		EXPECT_EQ(tio_tensor_dl(again[i])->strides[0], 8);
+	}
+	EXPECT_EQ(6, LIVE());
+	release_n(6, again);
+	EXPECT_EQ(12 + 1 + !TIO_TEST_ASAN, legacy_deleted);
+	EXPECT_EQ(0, LIVE());
+
+	mt.dl_tensor.ndim = 6;	/* over IMPORT_CACHED_NDIM: its own size */
+	mt.dl_tensor.shape = shape;
+	ASSERT_EQ(0, tio_tensor_from_dlpack(&mt, 0, 0, &big));
+	EXPECT_EQ(2, tio_tensor_dl(big)->strides[4]);
+	EXPECT_EQ(1, tio_tensor_dl(big)->strides[5]);
+	tio_object_decref(big);
+	mt.dl_tensor = producer_tensor();
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, import_on_thread, &mt));
+	ASSERT_EQ(0, pthread_join(th, &r));
+	EXPECT_EQ(&mt, r);
+	EXPECT_EQ(16 + 1 + !TIO_TEST_ASAN, legacy_deleted);
 	ASSERT_NO_LEAKS();
 }
 

@@ -158,8 +158,10 @@ TIO_API int tio_module_system_lib(tio_object_t **out);
  *	process, so every call with @prefix gives the same one)
  *
  * As TVM FFI's ffi.SystemLib(prefix): its function NAME is the symbol
- * registered as __tvm_ffi_<prefix><NAME>, else as __tvm_ffi_<NAME>; a
- * registered <prefix>__tvm_ffi__library_ctx is set to it.
+ * registered as __tvm_ffi_<prefix><NAME>, else as __tvm_ffi_<NAME>. When
+ * it is made, each context symbol (tio_module_register_context_symbol())
+ * NAME registered as <prefix>NAME, else as NAME, is set to its value, and
+ * then a registered <prefix>__tvm_ffi__library_ctx to the Module.
  *
  * Return: 0, or -1 with an error raised (ValueError for NULL arguments).
  */
@@ -181,18 +183,20 @@ TIO_API int tio_system_lib_register(const char *name, tio_safe_call_t call);
 /**
  * tio_system_lib_register_symbol() - register a symbol of the system
  * libraries, as TVM FFI's TVMFFIEnvModRegisterSystemLibSymbol
- * @symbol: __tvm_ffi_<NAME> for a function (a tio_safe_call_t), or
+ * @symbol: __tvm_ffi_<NAME> for a function (a tio_safe_call_t),
  *	<prefix>__tvm_ffi__library_ctx for a void * to be set to the system
- *	library of that prefix (at once if it exists, else when it is made)
+ *	library of that prefix (at once if it exists, else when it is made),
+ *	or any other name for a void * that a context symbol of that name
+ *	sets when a system library is made
  * @ptr: its address
  *
- * A function symbol registered again takes the new address (TVM FFI's
- * override). Modules that call this from their constructors are built with
- * TVM FFI's system-library option.
+ * A symbol registered again takes the new address (TVM FFI's override).
+ * Modules that call this from their constructors are built with TVM FFI's
+ * system-library option.
  *
  * Return: 0, or -1 with an error raised (ValueError for a NULL argument or
- * another form of name, ImportError for __tvm_ffi__library_bin: embedded
- * module trees are not taken here).
+ * an empty name, ImportError for __tvm_ffi__library_bin: embedded module
+ * trees are not taken here).
  */
 TIO_API int tio_system_lib_register_symbol(const char *symbol, void *ptr);
 
@@ -206,7 +210,9 @@ TIO_API int tio_system_lib_register_symbol(const char *symbol, void *ptr);
  * TVM FFI's context symbols (TVMFFIEnvModRegisterContextSymbol): a module
  * reaches what its environment provides without linking against it. A
  * name registered again takes the new value; modules without the symbol
- * are left alone.
+ * are left alone. A system library made from now on has the variable
+ * registered as <prefix><name>, else as <name>
+ * (tio_system_lib_register_symbol()), set the same way.
  *
  * Return: 0, or -1 with an error raised (ValueError for no name).
  */

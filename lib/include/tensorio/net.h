@@ -105,6 +105,31 @@ TIO_API int tio_net_mem_register(tio_net_worker_t *w, tio_buffer_t *buf,
 				 tio_net_mem_t **out);
 
 /**
+ * tio_net_mem_alloc() - a buffer in memory UCX allocates, registered
+ * @w: the worker
+ * @size: bytes, rounded up to whole pages
+ * @out: the registration; tio_net_mem_buffer() is its buffer
+ *
+ * UCX's shared-memory transports reach memory they allocated with one
+ * copy by the initiator; memory they only registered (tio_net_mem_register)
+ * by messages the target copies in. The buffer (zeroed, tio_buffer_pin()
+ * of UCX's memory) belongs to the registration: references taken to it
+ * must be dropped before tio_net_mem_deregister(), which frees the memory.
+ *
+ * Return: 0 or -1 (error raised: EINVAL for size 0, ENOMEM, ...).
+ */
+TIO_API int tio_net_mem_alloc(tio_net_worker_t *w, size_t size, tio_net_mem_t **out);
+
+/**
+ * tio_net_mem_buffer() - the buffer of a registration
+ * @m: the registration
+ *
+ * Return: the buffer, borrowed (valid while @m lives; tio_object_incref()
+ * to keep it, within the rule of tio_net_mem_alloc()); NULL without UCX.
+ */
+TIO_API tio_buffer_t *tio_net_mem_buffer(tio_net_mem_t *m);
+
+/**
  * tio_net_mem_deregister() - drop a registration and its buffer reference
  * @m: the registration, or NULL; no transfer may be using it
  */

@@ -71,8 +71,10 @@ TIO_API int tio_safetensors_load_ex(const char *path, struct tio_io_opts *opts,
  *	tensors (one allocation each); tio_safetensors_buffer() is NULL
  *
  * The files go through a ring of pinned bounce buffers from the pinned
- * cache: the reads of one overlap the asynchronous host-to-device copies
- * of the others, so no more than the ring is staged in host memory.
+ * cache, each filled by its own thread: the reads into some overlap the
+ * asynchronous host-to-device copies out of the others, so no more than
+ * the ring is staged in host memory. @opts' progress callback runs in the
+ * calling thread, once per piece of the ring.
  *
  * Return: 0, or -1 with an error raised (as tio_safetensors_load_ex();
  * ENODEV without the GPU library or device, EINVAL for another device type).

@@ -15,8 +15,9 @@
  * The producer's shape is used in place; its strides too, unless it has
  * none (legacy compact tensors): then compact strides follow the object,
  * as TVM FFI requires strides on a Tensor with ndim > 0. The hot path is
- * one allocation and one pass over the shape (strides and the sign check
- * together); alignment, contiguity and every error go to
+ * one block (from the thread's cache when it has one) and one pass over
+ * the shape (strides and the sign check together); alignment, contiguity
+ * and every error go to
  * tio__tensor_check(), off that path.
  */
 static __attribute__((always_inline)) inline int
@@ -35,8 +36,7 @@ import(const DLTensor *dl, int32_t kind, void *manager, int readonly, int32_t re
 			 require_contiguous) &&
 	    tio__tensor_check(dl, require_alignment, require_contiguous))
 		return -1;
-	t = tio__obj_new(sizeof(*t) + (fill ? sizeof(int64_t) * (size_t)ndim : 0),
-			 TIO_TYPE_TENSOR, tio__tensor_deleter);
+	t = tio__tensor_obj_new(sizeof(*t) + (fill ? sizeof(int64_t) * (size_t)ndim : 0));
 	if (TIO_UNLIKELY(!t))
 		return tio__oom();
 	t->pub.dl = *dl;
@@ -52,7 +52,7 @@ import(const DLTensor *dl, int32_t kind, void *manager, int readonly, int32_t re
 			sign |= shape[i];
 	}
 	if (TIO_UNLIKELY(sign < 0)) {
-		tio__obj_free(t);
+		tio__tensor_obj_free(t);
 		return tio__tensor_check(dl, 0, 0);	/* raises: a negative dimension */
 	}
 	t->kind = kind;

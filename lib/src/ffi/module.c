@@ -336,9 +336,12 @@ int tio_module_load(const char *path, tio_object_t **out)
 /*
  * System libraries. As TVM FFI: one registry of symbols (full names, a
  * later registration of a name replaces the earlier) shared by the system
- * library of every prefix, each created once and kept for the process; the
- * one of prefix P finds function NAME as __tvm_ffi_<P><NAME>, else as
- * __tvm_ffi_<NAME>, and has its P__tvm_ffi__library_ctx set to itself.
+ * library of every prefix, each made on first use and kept for the
+ * process; the one of prefix P finds function NAME as __tvm_ffi_<P><NAME>,
+ * else as __tvm_ffi_<NAME>. When it is made, each context symbol NAME
+ * registered as <P>NAME, else as NAME, (a void *) is set, and then its
+ * P__tvm_ffi__library_ctx to itself. Lock order: syslib_lock, then
+ * ctxsym_lock.
  */
 struct syslib_entry {
 	char *symbol;
@@ -346,12 +349,15 @@ struct syslib_entry {
 };
 
 static pthread_mutex_t syslib_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct syslib_entry *syslib;	/* under syslib_lock, as the next four */
+static struct syslib_entry *syslib;	/* under syslib_lock, as all below */
 static size_t syslib_n, syslib_cap;
+static struct syslib_entry *syslib_data;	/* names of no function: void *s */
+static size_t syslib_data_n, syslib_data_cap;
 static struct syslib_entry *syslib_ctx;	/* symbol: the prefix; ptr: the void ** */
 static size_t syslib_ctx_n, syslib_ctx_cap;
 static struct module_obj **prefixed;	/* the system libraries with a prefix */
 static size_t prefixed_n, prefixed_cap;
+static int system_lib_made;	/* the one of prefix "" */
 
 static void static_deleter(void *self, int flags)
 {
@@ -386,15 +392,55 @@ int tio__module_add_import(struct module_obj *m, tio_object_t *child)
 	return 0;
 }
 
-/* Under syslib_lock. */
-static struct syslib_entry *syslib_find(const char *symbol)
+/* Under syslib_lock: @symbol's entry in @arr (@n entries), or NULL. */
+static struct syslib_entry *entry_find(struct syslib_entry *arr, size_t n, const char *symbol)
 {
 	size_t i;
 
-	for (i = 0; i < syslib_n; i++)
-		if (!strcmp(syslib[i].symbol, symbol))
-			return &syslib[i];
+	for (i = 0; i < n; i++)
+		if (!strcmp(arr[i].symbol, symbol))
+			return &arr[i];
 	return NULL;
+}
+
+static struct syslib_entry *syslib_find(const char *symbol)
+{
+	return entry_find(syslib, syslib_n, symbol);
+}
+
+/* Under syslib_lock: any registered symbol, function or not. */
+static void *symbol_find(const char *symbol)
+{
+	struct syslib_entry *e = entry_find(syslib_data, syslib_data_n, symbol);
+
+	if (!e)
+		e = syslib_find(symbol);
+	return e ? e->ptr : NULL;
+}
+
+/*
+ * Under syslib_lock, as TVM FFI when it makes the system library of
+ * @prefix: a context symbol NAME registered as <prefix>NAME, else as NAME,
+ * is set to its value.
+ */
+static void syslib_set_context_symbols(const char *prefix)
+{
+	char sym[256];
+	void **p;
+	size_t i;
+
+	pthread_mutex_lock(&ctxsym_lock);
+	for (i = 0; i < nctxsyms; i++) {
+		p = NULL;
+		if (*prefix && (size_t)snprintf(sym, sizeof(sym), "%s%s", prefix,
+						ctxsyms[i].name) < sizeof(sym))
+			p = symbol_find(sym);
+		if (!p)
+			p = symbol_find(ctxsyms[i].name);
+		if (p)
+			*p = ctxsyms[i].value;
+	}
+	pthread_mutex_unlock(&ctxsym_lock);
 }
 
 /* Under syslib_lock: the function @name of the library of @prefix, or NULL. */
@@ -437,7 +483,7 @@ static struct module_obj *prefixed_find(const char *prefix)
 	size_t i;
 
 	if (!*prefix)
-		return &system_lib;
+		return system_lib_made ? &system_lib : NULL;
 	for (i = 0; i < prefixed_n; i++)
 		if (!strcmp(prefixed[i]->prefix, prefix))
 			return prefixed[i];
@@ -470,35 +516,35 @@ static int ends_with(const char *s, const char *suffix, size_t *head)
 
 int tio_system_lib_register_symbol(const char *symbol, void *ptr)
 {
-	struct syslib_entry *e;
+	struct syslib_entry *e = NULL, **arr = &syslib_data;
+	size_t head, *n = &syslib_data_n, *cap = &syslib_data_cap;
+	int r = 0, ctx;
 	char *copy;
-	size_t head;
-	int r = 0;
 
-	if (!symbol || !ptr)
-		return tio_error_raise("ValueError", "NULL symbol name or address");
+	if (!symbol || !*symbol || !ptr)
+		return tio_error_raise("ValueError", "NULL or empty symbol name, or NULL address");
 	if (ends_with(symbol, BIN_SUFFIX, &head))
 		return tio_error_raise("ImportError", "'%s': a system library takes no embedded "
 				       "library binary", symbol);
-	if (ends_with(symbol, CTX_SUFFIX, &head))
-		copy = strndup(symbol, head);
-	else if (!strncmp(symbol, TIO_MODULE_SYMBOL_PREFIX, PREFIX_LEN) && symbol[PREFIX_LEN])
-		copy = strdup(symbol);
-	else
-		return tio_error_raise("ValueError", "system library symbol '%s' is neither "
-				       TIO_MODULE_SYMBOL_PREFIX "NAME nor PREFIX" CTX_SUFFIX,
-				       symbol);
+	ctx = ends_with(symbol, CTX_SUFFIX, &head);
+	copy = ctx ? strndup(symbol, head) : strdup(symbol);
 	if (!copy)
 		return tio__oom();
+	if (!strncmp(symbol, TIO_MODULE_SYMBOL_PREFIX, PREFIX_LEN) && symbol[PREFIX_LEN]) {
+		arr = &syslib;		/* a function */
+		n = &syslib_n;
+		cap = &syslib_cap;
+	}
 	pthread_mutex_lock(&syslib_lock);
-	e = ends_with(symbol, CTX_SUFFIX, &head) ? NULL : syslib_find(symbol);
+	if (!ctx)
+		e = entry_find(*arr, *n, symbol);
 	if (e) {
 		e->ptr = ptr;	/* as TVM FFI: the later registration wins */
 		free(copy);
-	} else if (ends_with(symbol, CTX_SUFFIX, &head)) {
+	} else if (ctx) {
 		r = syslib_add_ctx(copy, ptr);
 	} else {
-		r = entry_push(&syslib, &syslib_n, &syslib_cap, copy, ptr);
+		r = entry_push(arr, n, cap, copy, ptr);
 	}
 	pthread_mutex_unlock(&syslib_lock);
 	if (r) {
@@ -530,11 +576,27 @@ int tio_module_system_lib(tio_object_t **out)
 	return tio_module_system_lib_prefixed("", out);
 }
 
-/* Under syslib_lock: make the system library of @prefix (not ""). */
+/* Under syslib_lock: @m is made: its context symbols, then its library context. */
+static void syslib_made(struct module_obj *m)
+{
+	size_t i;
+
+	syslib_set_context_symbols(m->prefix);
+	for (i = 0; i < syslib_ctx_n; i++)
+		if (!strcmp(syslib_ctx[i].symbol, m->prefix))
+			*(void **)syslib_ctx[i].ptr = m;
+}
+
+/* Under syslib_lock: make the system library of @prefix. */
 static struct module_obj *prefixed_new(const char *prefix)
 {
 	struct module_obj *m, **grown;
-	size_t i;
+
+	if (!*prefix) {
+		system_lib_made = 1;
+		syslib_made(&system_lib);
+		return &system_lib;
+	}
 
 	if (prefixed_n == prefixed_cap) {
 		grown = realloc(prefixed, (prefixed_cap ? 2 * prefixed_cap : 4) * sizeof(*grown));
@@ -555,9 +617,7 @@ static struct module_obj *prefixed_new(const char *prefix)
 	m->header.deleter = static_deleter;
 	pthread_mutex_init(&m->cache_lock, NULL);
 	prefixed[prefixed_n++] = m;
-	for (i = 0; i < syslib_ctx_n; i++)
-		if (!strcmp(syslib_ctx[i].symbol, prefix))
-			*(void **)syslib_ctx[i].ptr = m;
+	syslib_made(m);
 	return m;
 }
 
