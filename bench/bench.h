@@ -278,14 +278,18 @@ uint64_t bench_malloc_count(void);
  * @server: argv of the server, argv[0] its path; its stdout is discarded
  * @client: argv of the client, which is retried (20 times, 0.1 s apart)
  *	    until the server listens and the client reports
- * @parse: called on each line of the client's stdout; 0 when the line
- *	   gave the value (the last such line wins)
+ * @parse: called on each line of the client's stdout and stderr; 0 when
+ *	   the line gave the value (the last such line wins)
+ * @why: on failure, what went wrong: the client's last other line, and
+ *	 whether the server exited first (its stderr is discarded)
+ * @whylen: its size
  *
  * The server is stopped (SIGTERM) at the end. Return: the value, or -1
  * when no client run reported one or the server exited first.
  */
 double bench_tool_pair(char *const server[], char *const client[],
-		       int (*parse)(const char *line, double *val));
+		       int (*parse)(const char *line, double *val),
+		       char *why, size_t whylen);
 
 /* Helpers for cases. */
 int bench_skip(struct bench_run *run, const char *fmt, ...)

@@ -258,7 +258,8 @@ static int net_perftest_final(const char *line, double *usec)
  * the first connection as its client, so it is not probed: the client
  * retries until the server listens (bench_tool_pair()).
  */
-static double net_perftest(const char *test, char *iters, int port)
+static double net_perftest(const char *test, char *iters, int port, char *why,
+			   size_t whylen)
 {
 	char p[16], size[16];
 	char *srv[] = { NET_PERFTEST, "-p", p, NULL };
@@ -267,7 +268,7 @@ static double net_perftest(const char *test, char *iters, int port)
 
 	snprintf(p, sizeof(p), "%d", port);
 	snprintf(size, sizeof(size), "%u", NET_SIZE);
-	return bench_tool_pair(srv, cli, net_perftest_final);
+	return bench_tool_pair(srv, cli, net_perftest_final, why, whylen);
 }
 
 static int net_run_peer(struct bench_run *run, uint64_t n)
@@ -275,14 +276,16 @@ static int net_run_peer(struct bench_run *run, uint64_t n)
 	const char *test = run->c->arg & NET_PUT ? "ucp_put_bw" : "ucp_get";
 	int port = 20000 + (int)(getpid() % 20000), k;
 	double usec = -1;
-	char iters[32];
+	char iters[32], why[256];
 
 	/* A server that exits at once (its port taken): another port, 5 at most. */
 	snprintf(iters, sizeof(iters), "%llu", (unsigned long long)(n < 20 ? 20 : n));
 	for (k = 0; k < 5 && usec <= 0; k++)
-		usec = net_perftest(test, iters, 20000 + (port + k * 3571) % 20000);
+		usec = net_perftest(test, iters, 20000 + (port + k * 3571) % 20000, why,
+				    sizeof(why));
 	if (usec <= 0)
-		return bench_fail(run, EIO, "no Final: line from ucx_perftest -t %s", test);
+		return bench_fail(run, EIO, "no Final: line from ucx_perftest -t %s: %s", test,
+				  why);
 	run->manual_ns = usec * 1000.0 * (double)n;
 	return 0;
 }
