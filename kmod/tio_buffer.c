@@ -10,6 +10,7 @@
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
+#include <linux/refcount.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
@@ -214,6 +215,8 @@ int tio_buffer_vma_setup(struct tio_buffer *buf, struct vm_area_struct *vma)
 	tio_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	if (buf->kind != TIO_BUF_KIND_ALLOC)
 		tio_vm_flags_set(vma, VM_PFNMAP);
+	/* Ordered before BUF_FREE by the reference the caller holds. */
+	WRITE_ONCE(buf->exposed, true);
 	vma->vm_ops = &tio_buffer_vm_ops;
 	vma->vm_private_data = buf;
 	kref_get(&buf->obj.ref);
@@ -323,7 +326,7 @@ int tio_cmd_buf_alloc(struct tio_file *tf, void *data, struct tio_call *call)
 	buf->pages = kvcalloc(npages, sizeof(*buf->pages), GFP_KERNEL_ACCOUNT);
 	if (!buf->pages)
 		goto err_put;
-	for (i = 0; i < npages; i++) {
+	for (i = tio_spare_take(tf, buf->pages, npages); i < npages; i++) {
 		buf->pages[i] = alloc_page(GFP_HIGHUSER | __GFP_ZERO |
 					   __GFP_ACCOUNT | __GFP_NOWARN);
 		if (!buf->pages[i])
@@ -424,6 +427,7 @@ err_put:
 int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_handle_op *args = data;
+	struct tio_buffer *buf;
 	struct tio_obj *obj;
 
 	if (args->flags)
@@ -431,6 +435,21 @@ int tio_cmd_buf_free(struct tio_file *tf, void *data, struct tio_call *call)
 	obj = tio_obj_remove(tf, args->handle, TIO_OBJ_BUFFER);
 	if (IS_ERR(obj))
 		return PTR_ERR(obj);
+	buf = to_tio_buffer(obj);
+	/*
+	 * The last reference, taken from 1 to 0 here, where no lookup can
+	 * find the buffer any more: nobody can map or export it from now on,
+	 * and the acquire orders every earlier setter of @exposed (each held
+	 * a reference) before the read.
+	 */
+	if (buf->kind == TIO_BUF_KIND_ALLOC &&
+	    refcount_dec_if_one(&obj->ref.refcount)) {
+		smp_acquire__after_ctrl_dep();
+		if (!READ_ONCE(buf->exposed))
+			tio_spare_give(tf, buf);
+		tio_buffer_release(obj);
+		return 0;
+	}
 	tio_obj_put(obj);
 	return 0;
 }

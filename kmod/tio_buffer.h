@@ -35,6 +35,8 @@
  * @size: bytes, a multiple of PAGE_SIZE for ALLOC and USER
  * @npages: pages in @pages; IMPORT: pages charged for the mapped dma-buf
  * @pages: the backing pages (ALLOC: allocated, USER: pinned)
+ * @exposed: ALLOC: @pages were mapped or exported (set before they are),
+ *	     so they are no longer known to be zero (tio_spare.c)
  * @mm: the mm charged for @npages (mmgrab reference), or NULL
  * @resv: reservation object of ALLOC and USER buffers, given to the
  *	  exported dma-buf so that every buffer has one from the start
@@ -54,6 +56,7 @@ struct tio_buffer {
 	size_t size;
 	unsigned long npages;
 	struct page **pages;
+	bool exposed;
 	struct mm_struct *mm;
 	struct dma_resv resv;
 	struct mutex lock;		/* see the file comment */

@@ -37,6 +37,7 @@ struct tio_counts {
 	unsigned long streams;
 	unsigned long waits;
 	unsigned long parked;
+	unsigned long spare;
 };
 
 static void tio_file_counts(struct tio_file *tf, struct tio_counts *c)
@@ -54,6 +55,7 @@ static void tio_file_counts(struct tio_file *tf, struct tio_counts *c)
 	xa_unlock(&tf->objs);
 	c->waits += atomic_read(&tf->nr_waits);
 	c->parked += atomic_read(&tf->nr_parked);
+	c->spare += READ_ONCE(tf->spare.nr);
 }
 
 static void tio_counts_print(struct seq_file *m, const struct tio_counts *c)
@@ -62,6 +64,7 @@ static void tio_counts_print(struct seq_file *m, const struct tio_counts *c)
 	seq_printf(m, "streams %lu\n", c->streams);
 	seq_printf(m, "pending_waits %lu\n", c->waits);
 	seq_printf(m, "parked_uring %lu\n", c->parked);
+	seq_printf(m, "spare_pages %lu\n", c->spare);
 }
 
 static int tio_global_stats_show(struct seq_file *m, void *unused)

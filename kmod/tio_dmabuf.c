@@ -237,6 +237,8 @@ static struct dma_buf *tio_dmabuf_get_or_export(struct tio_buffer *buf)
 	 */
 	if (dmabuf && tio_file_get_live(dmabuf->file))
 		goto out;
+	/* Before anyone can attach, map or vmap it (tio_spare.c). */
+	WRITE_ONCE(buf->exposed, true);
 	exp_info.ops = &tio_dmabuf_ops;
 	exp_info.size = buf->size;
 	exp_info.flags = buf->readonly ? O_RDONLY : O_RDWR;

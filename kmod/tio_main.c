@@ -58,6 +58,7 @@ static int tio_open(struct inode *inode, struct file *file)
 	tf->mm = current->mm;
 	mmgrab(tf->mm);
 	tio_uring_file_init(tf);
+	tio_spare_init(tf);
 	tio_debugfs_file_add(tf);
 	file->private_data = tf;
 	return nonseekable_open(inode, file);
@@ -70,6 +71,7 @@ static int tio_release(struct inode *inode, struct file *file)
 	tio_debugfs_file_del(tf);
 	tio_uring_file_release(tf);
 	tio_obj_release_all(tf);
+	tio_spare_release(tf);
 	tio_ring_release(tf);
 	mmdrop(tf->mm);
 	kfree(tf);

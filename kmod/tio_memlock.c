@@ -32,30 +32,29 @@ int tio_memlock_charge(struct mm_struct *mm, unsigned long npages)
 {
 	s64 bytes = (s64)npages << PAGE_SHIFT;
 	unsigned long limit;
+	int ret = -ENOMEM;
 	s64 pinned;
 
 	if (atomic64_add_return(bytes, &tio_pinned_total) >
 	    (s64)READ_ONCE(tio_max_pinned))
 		goto err_total;
-	if (capable(CAP_IPC_LOCK)) {
-		atomic64_add(npages, &mm->pinned_vm);
-		return 0;
-	}
+	/*
+	 * The limit first, the capability only when it is exceeded (as
+	 * mlock(2) does): within the limit the answer is the same, without
+	 * a capability check and its LSM hooks on every allocation.
+	 */
 	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	if (!limit) {
-		atomic64_sub(bytes, &tio_pinned_total);
-		return -EPERM;
-	}
 	pinned = atomic64_add_return(npages, &mm->pinned_vm);
-	if (pinned < 0 || (u64)pinned > limit)
-		goto err_mm;
-	return 0;
-
-err_mm:
+	if (limit && pinned >= 0 && (u64)pinned <= limit)
+		return 0;
+	if (capable(CAP_IPC_LOCK))
+		return 0;
+	if (!limit)
+		ret = -EPERM;
 	atomic64_sub(npages, &mm->pinned_vm);
 err_total:
 	atomic64_sub(bytes, &tio_pinned_total);
-	return -ENOMEM;
+	return ret;
 }
 
 /**

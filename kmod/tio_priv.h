@@ -77,6 +77,23 @@ struct tio_obj {
 	struct rcu_head rcu;
 };
 
+/* Spare pages a file keeps at most: one 64-record batch of 4 KiB buffers. */
+#define TIO_SPARE_PAGES 64
+
+/**
+ * struct tio_spare - zeroed pages of buffers freed unseen
+ * @lock: protects @nr and @pages
+ * @nr: pages held
+ * @pages: the pages, each zeroed when allocated and neither mapped,
+ *	   exported nor written since (tio_spare.c); charged to the memcg
+ *	   of their first allocation, not to memlock (no buffer holds them)
+ */
+struct tio_spare {
+	spinlock_t lock;	/* see above */
+	unsigned int nr;
+	struct page *pages[TIO_SPARE_PAGES];
+};
+
 /**
  * struct tio_file - one open file of /dev/tensorio
  * @objs: handle -> struct tio_obj *, allocating from 1
@@ -89,6 +106,7 @@ struct tio_obj {
  * @uring_monitor: looks for exited issuers of parked waits, on kernels
  *		   where io_uring cannot cancel them (tio_uring.c)
  * @nr_waits: blocking waits running in a handler now
+ * @spare: pages of buffers freed unseen, for the next BUF_ALLOC (tio_spare.c)
  * @dbg_node: on the debugfs list of files (tio_debugfs.c)
  * @dbg: this file's debugfs directory, or NULL
  * @id: number of this open, for the debugfs directory name
@@ -104,6 +122,7 @@ struct tio_file {
 	struct delayed_work uring_monitor;
 	atomic_t nr_waits;
 	struct tio_ring *ring;
+	struct tio_spare spare;
 	struct list_head dbg_node;
 	struct dentry *dbg;
 	u32 id;
@@ -152,6 +171,13 @@ struct tio_buffer *tio_buffer_get(struct tio_file *tf, u32 handle);
 void tio_buffer_put(struct tio_buffer *buf);
 /* The buffer's reservation object: its dma-buf's, exported or imported. */
 struct dma_resv *tio_buffer_resv(struct tio_buffer *buf);
+
+/* tio_spare.c */
+void tio_spare_init(struct tio_file *tf);
+unsigned long tio_spare_take(struct tio_file *tf, struct page **pages,
+			     unsigned long n);
+void tio_spare_give(struct tio_file *tf, struct tio_buffer *buf);
+void tio_spare_release(struct tio_file *tf);
 
 /* tio_stream.c */
 /* A referenced fence for an emitted point of a stream, or ERR_PTR(). */

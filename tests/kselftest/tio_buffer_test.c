@@ -515,6 +515,30 @@ TEST_F(buf, memlock_rlimit)
 	munmap(u, 16 * PAGE);
 }
 
+/* CAP_IPC_LOCK lifts RLIMIT_MEMLOCK, a zero one too; the charge stays exact. */
+TEST_F(buf, memlock_cap_ipc_lock)
+{
+	struct rlimit rl = { 2 * PAGE, 2 * PAGE };
+	uint32_t a, b;
+	long vmpin0 = tio_vmpin_kb();
+
+	if (geteuid())
+		SKIP(return, "needs CAP_IPC_LOCK (root)");
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	ASSERT_EQ(0, tio_alloc(self->fd, 8 * PAGE, NULL, &a, NULL));
+	rl.rlim_cur = rl.rlim_max = 0;
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	ASSERT_EQ(0, tio_alloc(self->fd, PAGE, NULL, &b, NULL));
+	EXPECT_EQ(self->pinned0 + 9 * PAGE, tio_pinned(self->fd));
+	if (vmpin0 >= 0)
+		EXPECT_EQ(vmpin0 + 9 * 4, tio_vmpin_kb());
+	EXPECT_EQ(0, tio_free(self->fd, a));
+	EXPECT_EQ(0, tio_free(self->fd, b));
+	EXPECT_EQ(self->pinned0, tio_pinned(self->fd));
+	if (vmpin0 >= 0)
+		EXPECT_EQ(vmpin0, tio_vmpin_kb());
+}
+
 static int write_param(const char *path, unsigned long long v)
 {
 	FILE *f = fopen(path, "w");
