@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # Stage the soft-RoCE test for the VM (tests/vm/run.sh -b DIR -s
-# tests/net/vm-rxe.sh): tio_rxe_test, iproute2's ip and rdma, perftest's
+# tests/net/vm-rxe.sh): tio_rxe_test, test_net with UCX's modules,
+# iproute2's ip and rdma, perftest's
 # ib_write_bw/ib_read_bw, ibv_devinfo, and the rxe verbs provider with its
 # /etc/libibverbs.d entry (dlopened, so run.sh's ldd pass cannot find it;
 # the guest script puts both where libibverbs looks). run.sh copies the
@@ -26,6 +27,19 @@ if [ -n "$prov" ] && [ -e /etc/libibverbs.d/rxe.driver ]; then
 	cp "$prov" "$out/verbs/"
 	cp /etc/libibverbs.d/rxe.driver "$out/verbs/"
 	dirname "$prov" >"$out/verbs/provider-dir"
+fi
+# The net layer's tests over verbs (test_net's verbs variant): the test,
+# and UCX's dlopened transport modules (their libraries come through
+# run.sh's ldd pass on the copy at the top; the guest puts them back).
+ucxmod=$(dirname "$(ldconfig -p | grep -o '/[^ ]*/libucp.so.0$' | head -1)" 2>/dev/null)/ucx
+# Not for the bench's runs (ARGS given).
+if [ $# -eq 0 ] && [ -x "$top/build/tests/lib/test_net" ] && [ -e "$ucxmod/libuct_ib.so.0" ]; then
+	cp "$top/build/tests/lib/test_net" "$out/"
+	mkdir -p "$out/ucx"
+	cp -L "$ucxmod"/libuct_*.so.0 "$out/ucx/"
+	cp -L "$ucxmod/libuct_ib.so.0" "$out/"
+	chmod +x "$out/libuct_ib.so.0"
+	echo "$ucxmod" >"$out/ucx/module-dir"
 fi
 if [ $# -gt 0 ]; then
 	cp "$top/build/bench/tio-bench" "$out/"
