@@ -64,7 +64,7 @@ GUEST
 	# RDMA WRITE/READ of tensorio buffers beside ib_write_bw/ib_read_bw.
 	echo "# make bench: net RDMA rows over soft-RoCE in the VM ($kver, insn/op)"
 	# shellcheck disable=SC2086 # $args are words
-	tests/net/vm-stage.sh build/bench/rxe --suite net --case '*rdma*' $args &&
+	tests/net/vm-stage.sh build/bench/rxe --suite net --case '*rdma*,*verbs*' $args &&
 		TIO_VM_OPT_MODULES='loop crc32_generic veth rdma_rxe' \
 		tests/vm/run.sh -i -k "$kver" -m "build/kmod/$kver/kmod/tensorio.ko" \
 		-b build/bench/rxe -s tests/net/vm-rxe.sh -t 900 |
