@@ -332,7 +332,6 @@ static int net_run_ours(struct bench_run *run, struct nstate *s, uint64_t n)
 	int put = run->c->arg & NET_PUT, status = 0;
 	uint64_t i, seq = 0;
 
-	n *= run->c->ops > 0 ? (uint64_t)run->c->ops : 1;
 	for (i = 0; i < n; i++)
 		if ((put ? net.put : net.get)(s->ep, s->m, 0, s->rk, 0, NET_SIZE, s->s, &seq))
 			return bench_fail(run, EIO, "%s", tio_error_message(tio_error_peek_raised()));
@@ -419,17 +418,8 @@ static void net_teardown(struct bench_run *run)
 	net_verbs_unset();
 }
 
-/*
- * A sample of ours issues NET_BATCH transfers per iteration over verbs:
- * one 1 MiB transfer over soft-RoCE takes about 17 M instructions, more
- * than a sample in the icount VM, so a sample would otherwise hold one
- * transfer and its wait, while ucx_perftest keeps its 20 in flight.
- */
-#define NET_BATCH	8
-
 #define NET(n, a, r, what) {						\
 	.suite = "net", .name = n, .ref = r, .bytes = NET_SIZE,		\
-	.ops = ((a) & (NET_VERBS | NET_PEER)) == NET_VERBS ? NET_BATCH : 1, \
 	.target_ratio = (a) & (NET_PEER | NET_REG) ? 0 : 1 / 0.9, .note = what, \
 	.setup = net_setup, .run = net_run, .teardown = net_teardown, .arg = (a) }
 
@@ -456,11 +446,11 @@ static struct bench_case cases[] = {
 	NET("put/verbs/ucx_perftest", NET_PEER | NET_PUT | NET_VERBS, "put/verbs/ucx_perftest",
 	    "ucx_perftest -t ucp_put_bw -s 1MiB, UCX_TLS=rc_verbs,ud_verbs,self on one RDMA device"),
 	NET("put/verbs", NET_PUT | NET_VERBS, "put/verbs/ucx_perftest",
-	    "tio_net_put of 1 MiB + flush on a stream point, rc_verbs, tio_net_mem_alloc buffers, 8 per iteration"),
+	    "tio_net_put of 1 MiB + flush on a stream point, rc_verbs, tio_net_mem_alloc buffers"),
 	NET("get/verbs/ucx_perftest", NET_PEER | NET_VERBS, "get/verbs/ucx_perftest",
 	    "ucx_perftest -t ucp_get -s 1MiB, UCX_TLS=rc_verbs,ud_verbs,self on one RDMA device"),
 	NET("get/verbs", NET_VERBS, "get/verbs/ucx_perftest",
-	    "tio_net_get of 1 MiB on a stream point, rc_verbs, tio_net_mem_alloc buffers, 8 per iteration"),
+	    "tio_net_get of 1 MiB on a stream point, rc_verbs, tio_net_mem_alloc buffers"),
 };
 
 static void __attribute__((constructor)) net_register(void)
