@@ -106,7 +106,7 @@ if [ -x ./test_net ]; then
 		UCX_IB_GID_INDEX=$(gid_index rxe0) UCX_UD_VERBS_ETH_DGID_CHECK=n \
 		./test_net || rc=1
 else
-	echo "ok 1 net layer over verbs # SKIP test_net or UCX's uct_ib module not staged"
+	echo "ok 1 net layer over verbs # SKIP test_net not staged (no uct_ib module on the host, or the bench's run)"
 fi
 # The RDMA traffic went through the pair, not through lo.
 st=/sys/class/net
