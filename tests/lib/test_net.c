@@ -8,7 +8,9 @@
  */
 #include <dirent.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -568,6 +570,104 @@ TEST(net_mem_alloc)
 	ASSERT_DEV_MSG(EINVAL, "allocating 0 bytes: bad size");
 	tio_net_worker_destroy(w);
 	EXPECT_EQ(objs, tio_debug_live_objects());
+}
+
+/* Whether [p, p + n) is mapped in this process (mincore: ENOMEM if not). */
+static bool mapped(void *p, size_t n)
+{
+	unsigned char v[16];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return n / page <= sizeof(v) && !mincore(p, n, v);
+}
+
+/*
+ * A buffer of UCX's memory, and a Tensor of it, outlive the registration
+ * (and the worker): the memory stays mapped and usable until the last of
+ * them is gone, then it is unmapped and every object and handle freed.
+ */
+FIXTURE(net_mem_outlives) {
+	int64_t objs, handles;
+	tio_net_worker_t *w;
+	tio_net_mem_t *m;
+	tio_buffer_t *b;
+	unsigned char *p;
+	size_t n;
+};
+
+FIXTURE_SETUP(net_mem_outlives)
+{
+	ASSERT_OK(tio_init());
+	self->objs = tio_debug_live_objects();
+	self->handles = tio_debug_live_handles();
+	setenv("UCX_TLS", "sm,self", 1);
+	self->n = 2 * (size_t)sysconf(_SC_PAGESIZE);
+	ASSERT_OK(tio_net_worker_create(&self->w));
+	ASSERT_OK(tio_net_mem_alloc(self->w, self->n, &self->m));
+	self->b = tio_net_mem_buffer(self->m);
+	self->p = tio_buffer_data(self->b);
+	ASSERT_NE(NULL, self->p);
+	ASSERT_TRUE(mapped(self->p, self->n));
+	memset(self->p, 0x5a, self->n);
+}
+
+FIXTURE_TEARDOWN(net_mem_outlives)
+{
+	EXPECT_FALSE(mapped(self->p, self->n));
+	EXPECT_EQ(self->handles, tio_debug_live_handles());
+	EXPECT_EQ(self->objs, tio_debug_live_objects());
+}
+
+TEST_F(net_mem_outlives, buffer_reference_outlives_deregister)
+{
+	tio_buffer_t *b = self->b;
+
+	tio_object_incref((tio_object_t *)b);
+	tio_net_mem_deregister(self->m);
+	ASSERT_TRUE(mapped(self->p, self->n));
+	EXPECT_EQ(0x5a, ((unsigned char *)tio_buffer_data(b))[self->n - 1]);
+	memset(tio_buffer_data(b), 0x3c, self->n);
+	EXPECT_EQ(0x3c, self->p[0]);
+	EXPECT_EQ(self->handles + 1, tio_debug_live_handles());
+	tio_buffer_decref(b);	/* the last: the memory goes */
+	EXPECT_FALSE(mapped(self->p, self->n));
+	tio_net_worker_destroy(self->w);
+}
+
+TEST_F(net_mem_outlives, tensor_outlives_deregister_and_worker)
+{
+	const int64_t shape[1] = { (int64_t)self->n / 4 };
+	struct tio_desc d;
+	tio_object_t *t;
+	uint32_t *u;
+
+	ASSERT_OK(tio_desc_init(&d, (DLDataType){ kDLUInt, 32, 1 }, 1, shape));
+	ASSERT_OK(tio_buffer_tensor(self->b, &d, &t));
+	tio_net_mem_deregister(self->m);	/* drops the buffer; the tensor holds it */
+	tio_net_worker_destroy(self->w);	/* the context stays for the memory */
+	ASSERT_TRUE(mapped(self->p, self->n));
+	u = tio_tensor_dl(t)->data;
+	EXPECT_EQ(0x5a5a5a5au, u[shape[0] - 1]);
+	u[0] = 0xdeadbeefu;
+	EXPECT_EQ(0xef, self->p[0]);
+	EXPECT_EQ(self->handles + 1, tio_debug_live_handles());
+	tio_object_decref(t);	/* the last: memory, context, worker go */
+}
+
+/* Dropped in the other order: the registration last. */
+TEST_F(net_mem_outlives, deregister_after_the_last_buffer_reference)
+{
+	tio_object_t *t;
+	struct tio_desc d;
+	const int64_t shape[1] = { (int64_t)self->n };
+
+	ASSERT_OK(tio_desc_init(&d, (DLDataType){ kDLUInt, 8, 1 }, 1, shape));
+	ASSERT_OK(tio_buffer_tensor(self->b, &d, &t));
+	tio_object_decref(t);
+	ASSERT_TRUE(mapped(self->p, self->n));	/* the registration holds it */
+	EXPECT_EQ(0x5a, self->p[self->n - 1]);
+	tio_net_mem_deregister(self->m);
+	tio_net_worker_destroy(self->w);
 }
 
 static void kill_peer(pid_t *child)
