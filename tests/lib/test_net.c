@@ -1054,6 +1054,60 @@ TEST_F(net_ffi, desc_get_put_stream)
 	tio_any_decref(&rk);
 }
 
+/*
+ * tio.net.alloc: get and put through UCX's memory; its tio.net.buffer
+ * outlives the Memory and the Worker, still readable and writable; bad
+ * arguments get clear errors. The teardown checks that all was freed.
+ */
+TEST_F(net_ffi, alloc_buffer_outlives_memory)
+{
+	if (!self->child)
+		return;	/* skipped */
+	tio_any_t a[7], rk, r, m, bany;
+	tio_object_t *bo;
+	unsigned char *p;
+	int32_t buf_type;
+
+	ASSERT_OK(tio_type_key_to_index("tio.Buffer", &buf_type));
+	a[0] = self->ep;
+	a[1] = tio_any_int(TAG_DESC);
+	a[2] = tio_any_int(10000000000LL);
+	ASSERT_OK(gcall("tio.net.recv_desc", a, 3, &rk));
+	a[0] = self->w; a[1] = tio_any_int(NBYTES);
+	ASSERT_OK(gcall("tio.net.alloc", a, 2, &m));
+	ASSERT_OK(gcall("tio.net.buffer", &m, 1, &bany));
+	ASSERT_OK(tio_any_to_object(&bany, buf_type, &bo));
+	EXPECT_EQ(NBYTES, tio_buffer_size((tio_buffer_t *)bo));
+	p = tio_buffer_data((tio_buffer_t *)bo);
+	ASSERT_NE(NULL, p);
+	a[0] = self->ep; a[1] = m; a[2] = tio_any_int(0); a[3] = rk;
+	a[4] = tio_any_int(0); a[5] = tio_any_int(NBYTES); a[6] = tio_any_none();
+	ASSERT_OK(gcall("tio.net.get", a, 7, &r));
+	EXPECT_EQ(0, check(p, 0, NBYTES, 1));
+	fill(p, NBYTES, 2);
+	a[5] = tio_any_int(NBYTES / 2);
+	ASSERT_OK(gcall("tio.net.put", a, 7, &r));
+	EXPECT_EQ(0, ask_peer(self->sock));
+	/* Bad arguments. */
+	a[0] = self->w; a[1] = tio_any_int(0);
+	EXPECT_EQ(-1, gcall("tio.net.alloc", a, 2, &r));
+	ASSERT_DEV_MSG(EINVAL, "tio.net.alloc: size 0 must be positive");
+	a[0] = self->ep; a[1] = tio_any_int(4096);
+	EXPECT_EQ(-1, gcall("tio.net.alloc", a, 2, &r));
+	ASSERT_DEV_MSG(EINVAL, "tio.net.alloc: argument 0 must be a tio.net.Worker");
+	EXPECT_EQ(-1, gcall("tio.net.alloc", a, 1, &r));
+	ASSERT_DEV_MSG(EINVAL, "tio.net.alloc takes 2 arguments");
+	EXPECT_EQ(-1, gcall("tio.net.buffer", &self->w, 1, &r));
+	ASSERT_DEV_MSG(EINVAL, "tio.net.buffer: argument 0 must be a tio.net.Memory");
+	/* The Memory goes; the buffer stays usable. */
+	tio_any_decref(&m);
+	tio_any_decref(&rk);
+	EXPECT_EQ(0, check(p, 0, NBYTES / 2, 2));
+	fill(p, NBYTES, 3);
+	EXPECT_EQ(0, check(tio_buffer_data((tio_buffer_t *)bo), 0, NBYTES, 3));
+	tio_any_decref(&bany);
+}
+
 /* Bad calls: a clear error naming the function, nothing leaked. */
 TEST_F(net_ffi, bad_arguments)
 {
