@@ -223,6 +223,42 @@ static int fn_register(void *self, const tio_any_t *args, int32_t nargs, tio_any
 	return net_wrap(NET_MEM, m, &w->header, ret);
 }
 
+/* (Worker, int size): memory UCX allocates, registered (tio_net_mem_alloc). */
+static int fn_alloc(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	static const char fn[] = "tio.net.alloc";
+	struct net_obj *w = NULL;
+	tio_net_mem_t *m;
+	int64_t size;
+
+	(void)self;
+	if (net_nargs(fn, nargs, 2, "Worker, int size") ||
+	    net_arg(fn, args, 0, NET_WORKER, &w) || net_int(fn, args, 1, &size))
+		return -1;
+	if (size <= 0)
+		return tio_raise_errno(EINVAL, "%s: size %lld must be positive", fn,
+				       (long long)size);
+	if (tio_net_mem_alloc(w->p, (size_t)size, &m))
+		return -1;
+	return net_wrap(NET_MEM, m, &w->header, ret);
+}
+
+/* (Memory): its tio.Buffer, which may outlive it (tio_net_mem_alloc). */
+static int fn_buffer(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
+{
+	struct net_obj *m = NULL;
+	tio_buffer_t *b;
+
+	(void)self;
+	if (net_nargs("tio.net.buffer", nargs, 1, "Memory") ||
+	    net_arg("tio.net.buffer", args, 0, NET_MEM, &m))
+		return -1;
+	b = tio_net_mem_buffer(m->p);
+	tio_object_incref((tio_object_t *)b);
+	*ret = tio_any_object((tio_object_t *)b);
+	return 0;
+}
+
 static int fn_rkey_pack(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *ret)
 {
 	struct net_obj *m = NULL;
@@ -441,6 +477,8 @@ static const struct {
 	{ "tio.net.connect", fn_connect },
 	{ "tio.net.transports", fn_transports },
 	{ "tio.net.register", fn_register },
+	{ "tio.net.alloc", fn_alloc },
+	{ "tio.net.buffer", fn_buffer },
 	{ "tio.net.rkey_pack", fn_rkey_pack },
 	{ "tio.net.rkey_unpack", fn_rkey_unpack },
 	{ "tio.net.rkey_size", fn_rkey_size },

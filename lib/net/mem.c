@@ -55,8 +55,38 @@ int tio_net_mem_register(tio_net_worker_t *w, tio_buffer_t *buf, tio_net_mem_t *
 	m->buf = buf;
 	m->addr = p.address;
 	m->size = p.length;
+	m->refs = 1;
 	*out = m;
 	return 0;
+}
+
+/*
+ * Drop one hold on @m: its handle's (tio_net_mem_deregister) or, for UCX's
+ * memory, its buffer's (the buffer was freed). The last unmaps, and frees
+ * a worker destroyed meanwhile once nothing is mapped in its context.
+ */
+static void tio_net_mem_put(tio_net_mem_t *m)
+{
+	tio_net_worker_t *w = m->w;
+	bool free_worker;
+
+	pthread_mutex_lock(&w->lock);
+	if (--m->refs) {
+		pthread_mutex_unlock(&w->lock);
+		return;
+	}
+	ucp_mem_unmap(w->ctx, m->memh);
+	free_worker = !--w->mems && w->destroyed;
+	pthread_mutex_unlock(&w->lock);
+	free(m);
+	if (free_worker)
+		tio_net_worker_free(w);
+}
+
+/* tio_buffer_pin_owned()'s release: the buffer of UCX's memory is gone. */
+static void tio_net_mem_release(void *arg)
+{
+	tio_net_mem_put(arg);
 }
 
 /*
@@ -107,12 +137,13 @@ int tio_net_mem_alloc(tio_net_worker_t *w, size_t size, tio_net_mem_t **out)
 		goto err_unmap;
 	}
 	memset(a.address, 0, p.length);
-	if (tio_buffer_pin(a.address, p.length, 0, &m->buf))
-		goto err_unmap;
 	m->w = w;
 	m->addr = a.address;
 	m->size = p.length;
 	m->allocated = true;
+	m->refs = 2;	/* the handle, the buffer (until its last reference) */
+	if (tio_buffer_pin_owned(a.address, p.length, 0, tio_net_mem_release, m, &m->buf))
+		goto err_unmap;
 	pthread_mutex_lock(&w->lock);
 	w->mems++;
 	pthread_mutex_unlock(&w->lock);
@@ -137,17 +168,19 @@ tio_buffer_t *tio_net_mem_buffer(tio_net_mem_t *m)
 
 void tio_net_mem_deregister(tio_net_mem_t *m)
 {
+	tio_buffer_t *buf;
+
 	if (!m)
 		return;
-	if (m->allocated)	/* unpinned before UCX frees the memory */
-		tio_buffer_decref(m->buf);
-	pthread_mutex_lock(&m->w->lock);
-	ucp_mem_unmap(m->w->ctx, m->memh);
-	m->w->mems--;
-	pthread_mutex_unlock(&m->w->lock);
-	if (!m->allocated)
-		tio_buffer_decref(m->buf);
-	free(m);
+	buf = m->buf;
+	if (m->allocated) {
+		/* The memory stays mapped while the buffer has references. */
+		tio_buffer_decref(buf);
+		tio_net_mem_put(m);
+	} else {
+		tio_net_mem_put(m);	/* unmapped before the buffer may go */
+		tio_buffer_decref(buf);
+	}
 }
 
 int tio_net_rkey_pack(tio_net_mem_t *m, void **blob, size_t *len)

@@ -49,7 +49,8 @@ struct tio_net_worker {
 	unsigned int inflight;
 	struct tio_net_op *head, *tail;	/* stream ops in issue order */
 	struct tio_net_op *orphans;	/* close requests UCX never completed */
-	unsigned int eps, mems;		/* live children (destroy checks) */
+	unsigned int eps, mems;		/* live children (mems: until unmapped) */
+	bool destroyed;			/* freed when the last mem goes */
 	int64_t close_timeout_ns;	/* bound on an endpoint's closing flush */
 };
 
@@ -70,6 +71,7 @@ struct tio_net_mem {
 	void *addr;
 	uint64_t size;
 	bool allocated;			/* UCX's memory (tio_net_mem_alloc) */
+	unsigned int refs;		/* handle, and @buf's release if allocated */
 };
 
 struct tio_net_rkey {
@@ -90,6 +92,7 @@ void tio_net_req_cb(void *req, ucs_status_t st, void *user);
 void tio_net_free_cb(void *req, ucs_status_t st, void *user);
 void tio_net_op_orphan(tio_net_worker_t *w, struct tio_net_op *op);
 void tio_net_ep_cancel_ops(tio_net_worker_t *w, tio_net_ep_t *ep);
+void tio_net_worker_free(tio_net_worker_t *w);
 
 #define TIO_NET_CLOSE_TIMEOUT_MS 10000	/* default; TIO_NET_CLOSE_TIMEOUT_MS */
 

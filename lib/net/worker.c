@@ -362,6 +362,7 @@ err_free:
 void tio_net_worker_destroy(tio_net_worker_t *w)
 {
 	struct tio_net_op *op;
+	bool last;
 
 	if (!w)
 		return;
@@ -394,6 +395,18 @@ void tio_net_worker_destroy(tio_net_worker_t *w)
 		w->orphans = op->next;
 		free(op);
 	}
+	/* Buffers of tio_net_mem_alloc() memory may outlive us: they keep the context. */
+	pthread_mutex_lock(&w->lock);
+	w->destroyed = true;
+	last = !w->mems;
+	pthread_mutex_unlock(&w->lock);
+	if (last)
+		tio_net_worker_free(w);
+}
+
+/* The rest of a destroyed worker, once no memory is mapped in its context. */
+void tio_net_worker_free(tio_net_worker_t *w)
+{
 	pthread_cond_destroy(&w->done);
 	pthread_cond_destroy(&w->work);
 	pthread_mutex_destroy(&w->lock);

@@ -9,7 +9,8 @@ loaded on first import from beside the libtensorio this package uses
 
     w = Worker()
     ep = w.connect(peer_address_bytes, "node-b")
-    m = w.register(tensorio.Buffer(n))
+    m = w.register(tensorio.Buffer(n))   # or w.alloc(n): UCX's memory,
+                                        # m.buffer its tensorio.Buffer
     rk = ep.recv_desc(tag=1)            # a RemoteKey with .dtype, .shape
     ep.get(m, rk)                       # waits; or stream=s: returns the point
 """
@@ -76,6 +77,13 @@ class Worker:
         """Register a tensorio.Buffer for one-sided transfers."""
         return Memory(_call("register", self._obj, buffer), buffer.nbytes)
 
+    def alloc(self, nbytes):
+        """Memory that UCX allocates (whole pages of zeroes), registered:
+        shared memory reaches it with one copy, a registered Buffer only
+        through messages. Its .buffer may outlive it (and this Worker)."""
+        obj = _call("alloc", self._obj, int(nbytes))
+        return Memory(obj, _call("buffer", obj).nbytes)
+
 
 class Endpoint:
     """A connection to a peer worker; put/get, descriptors."""
@@ -124,6 +132,12 @@ class Memory:
     def __init__(self, obj, nbytes):
         self._obj = obj
         self.nbytes = nbytes
+
+    @property
+    def buffer(self):
+        """Its tensorio.Buffer; it keeps the memory alive as long as it (or
+        a tensor of it) lives, even after this Memory is gone."""
+        return _call("buffer", self._obj)
 
     def rkey_pack(self):
         """The bytes of its remote key, for the peer's Endpoint.unpack()."""

@@ -24,14 +24,19 @@ CAP = 60.0  # seconds: generous, never a timing assert
 PEER = r"""
 import sys, tensorio, tensorio.net as tn
 N = %d
+ALLOC = %s
 def pat(seed, n):
     return bytes((i * 7 + seed) %% 251 for i in range(n))
 w = tn.Worker()
 print("@" + w.address().hex(), flush=True)
 ep = w.connect(bytes.fromhex(sys.stdin.readline().strip()), "parent")
-b = tensorio.Buffer(N)
+if ALLOC:
+    m = w.alloc(N)
+    b = m.buffer
+else:
+    b = tensorio.Buffer(N)
+    m = w.register(b)
 memoryview(b)[:] = pat(1, N)
-m = w.register(b)
 print("@" + m.rkey_pack().hex(), flush=True)
 ep.send_desc(m, "float32", (256, 256), tag=5, timeout=30)
 for line in sys.stdin:
@@ -40,7 +45,7 @@ for line in sys.stdin:
     ok = bytes(memoryview(b)[:N // 2]) == pat(2, N // 2) and \
         bytes(memoryview(b)[N // 2:]) == pat(1, N)[N // 2:]
     print("@ok" if ok else "@bad", flush=True)
-""" % N
+"""
 
 
 def pat(seed, n):
@@ -48,8 +53,8 @@ def pat(seed, n):
 
 
 class Peer:
-    def __init__(self, env):
-        self.p = subprocess.Popen([sys.executable, "-c", PEER], env=env, text=True,
+    def __init__(self, env, alloc=False):
+        self.p = subprocess.Popen([sys.executable, "-c", PEER % (N, alloc)], env=env, text=True,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def line(self):
@@ -120,5 +125,47 @@ def test_two_processes(tls, monkeypatch):
             ep.unpack(b"x" * 40)
         # Close while the peer still progresses (docs/net.md).
         del rk, rk2, ep, m, s
+    finally:
+        assert peer.stop() == 0
+
+
+@pytest.mark.parametrize("tls", ["sm,self", "tcp,self"])
+def test_alloc_two_processes_buffer_outlives(tls, monkeypatch):
+    """Worker.alloc on both sides (UCX's memory): get and put, bytes
+    compared; the local Memory.buffer and a tensor of it outlive the
+    Memory and the Worker, still readable and writable."""
+    monkeypatch.setenv("UCX_TLS", tls)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    peer = Peer(env, alloc=True)
+    try:
+        w = net.Worker()
+        peer_addr = bytes.fromhex(peer.line())
+        peer.send(w.address().hex())
+        ep = w.connect(peer_addr, "child")
+        peer.line()  # the packed key, unused here
+        rk = ep.recv_desc(5, timeout=CAP)
+        m = w.alloc(N - 100)  # rounded up to whole pages
+        assert m.nbytes == N
+        b = m.buffer
+        assert b.nbytes == N and bytes(memoryview(b)) == bytes(N)
+        assert ep.get(m, rk) == 0
+        assert bytes(memoryview(b)) == pat(1, N)
+        memoryview(b)[:] = pat(2, N)
+        s = tensorio.Stream()
+        assert s.wait(ep.put(m, rk, nbytes=N // 2, stream=s), timeout=CAP) == 0
+        peer.send("check")
+        assert peer.line() == "ok"
+        with pytest.raises(ValueError, match="size 0 must be positive"):
+            w.alloc(0)
+        t = b.tensor((N // 4,), "uint32")
+        del rk, ep, s, m, w
+        # Memory and Worker gone: the buffer and its tensor still work.
+        assert bytes(memoryview(b)[:N // 2]) == pat(2, N // 2)
+        del b
+        mt = memoryview(t)
+        mt[0] = 0xdeadbeef
+        assert mt[0] == 0xdeadbeef and mt[N // 4 - 1] == int.from_bytes(
+            pat(2, N)[N - 4:], "little")
+        del mt, t
     finally:
         assert peer.stop() == 0

@@ -225,6 +225,62 @@ TEST_F(buf, pin_user_memory)
 	munmap(mem + 3 * pg, pg);
 }
 
+/* tio_buffer_pin_owned()'s release: counts its calls, checks the memory is unpinned. */
+struct owned {
+	char *mem;
+	size_t size;
+	int64_t handles;	/* live handles expected when released */
+	int released;
+};
+
+static void owned_release(void *arg)
+{
+	struct owned *o = arg;
+
+	o->released++;
+	o->handles -= tio_debug_live_handles();	/* 0 if the buffer was freed first */
+}
+
+/*
+ * The owner gets its memory back once, after the last reference (a Tensor's
+ * here) is gone and the buffer freed; never when the pin fails.
+ */
+TEST_F(buf, pin_owned_gives_memory_back_after_last_reference)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+	struct owned o = { .size = 2 * pg };
+	struct tio_desc d = f32_desc(2, 8);
+	tio_object_t *t;
+	tio_buffer_t *b = NULL;
+	float *f;
+
+	o.mem = mmap(NULL, o.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, o.mem);
+	o.handles = tio_debug_live_handles();
+	ASSERT_OK(tio_buffer_pin_owned(o.mem, o.size, 0, owned_release, &o, &b));
+	EXPECT_EQ((void *)o.mem, tio_buffer_data(b));
+	ASSERT_OK(tio_buffer_tensor(b, &d, &t));
+	tio_buffer_decref(b);	/* the tensor holds it now */
+	EXPECT_EQ(0, o.released);
+	f = tio_tensor_dl(t)->data;
+	f[15] = 2.5f;
+	EXPECT_EQ(2.5f, ((float *)o.mem)[15]);
+	tio_object_decref(t);
+	EXPECT_EQ(1, o.released);
+	EXPECT_EQ(0, o.handles);
+	/* Bad arguments: a clear error, no release, nothing pinned. */
+	b = NULL;
+	o.released = 0;
+	ASSERT_EQ(-1, tio_buffer_pin_owned(o.mem, o.size, 0, NULL, &o, &b));
+	ASSERT_DEV_MSG(EINVAL, "tio_buffer_pin_owned: no release function");
+	ASSERT_EQ(-1, tio_buffer_pin_owned(o.mem + 1, pg, 0, owned_release, &o, &b));
+	ASSERT_DEV_ERR(EINVAL, "ValueError");
+	EXPECT_EQ(NULL, b);
+	EXPECT_EQ(0, o.released);
+	EXPECT_EQ(0, tio_debug_live_handles());
+	munmap(o.mem, o.size);
+}
+
 TEST_F(buf, export_and_import_dmabuf)
 {
 	tio_buffer_t *b, *c = NULL;

@@ -8,7 +8,9 @@
  */
 #include <dirent.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -570,6 +572,104 @@ TEST(net_mem_alloc)
 	EXPECT_EQ(objs, tio_debug_live_objects());
 }
 
+/* Whether [p, p + n) is mapped in this process (mincore: ENOMEM if not). */
+static bool mapped(void *p, size_t n)
+{
+	unsigned char v[16];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return n / page <= sizeof(v) && !mincore(p, n, v);
+}
+
+/*
+ * A buffer of UCX's memory, and a Tensor of it, outlive the registration
+ * (and the worker): the memory stays mapped and usable until the last of
+ * them is gone, then it is unmapped and every object and handle freed.
+ */
+FIXTURE(net_mem_outlives) {
+	int64_t objs, handles;
+	tio_net_worker_t *w;
+	tio_net_mem_t *m;
+	tio_buffer_t *b;
+	unsigned char *p;
+	size_t n;
+};
+
+FIXTURE_SETUP(net_mem_outlives)
+{
+	ASSERT_OK(tio_init());
+	self->objs = tio_debug_live_objects();
+	self->handles = tio_debug_live_handles();
+	setenv("UCX_TLS", "sm,self", 1);
+	self->n = 2 * (size_t)sysconf(_SC_PAGESIZE);
+	ASSERT_OK(tio_net_worker_create(&self->w));
+	ASSERT_OK(tio_net_mem_alloc(self->w, self->n, &self->m));
+	self->b = tio_net_mem_buffer(self->m);
+	self->p = tio_buffer_data(self->b);
+	ASSERT_NE(NULL, self->p);
+	ASSERT_TRUE(mapped(self->p, self->n));
+	memset(self->p, 0x5a, self->n);
+}
+
+FIXTURE_TEARDOWN(net_mem_outlives)
+{
+	EXPECT_FALSE(mapped(self->p, self->n));
+	EXPECT_EQ(self->handles, tio_debug_live_handles());
+	EXPECT_EQ(self->objs, tio_debug_live_objects());
+}
+
+TEST_F(net_mem_outlives, buffer_reference_outlives_deregister)
+{
+	tio_buffer_t *b = self->b;
+
+	tio_object_incref((tio_object_t *)b);
+	tio_net_mem_deregister(self->m);
+	ASSERT_TRUE(mapped(self->p, self->n));
+	EXPECT_EQ(0x5a, ((unsigned char *)tio_buffer_data(b))[self->n - 1]);
+	memset(tio_buffer_data(b), 0x3c, self->n);
+	EXPECT_EQ(0x3c, self->p[0]);
+	EXPECT_EQ(self->handles + 1, tio_debug_live_handles());
+	tio_buffer_decref(b);	/* the last: the memory goes */
+	EXPECT_FALSE(mapped(self->p, self->n));
+	tio_net_worker_destroy(self->w);
+}
+
+TEST_F(net_mem_outlives, tensor_outlives_deregister_and_worker)
+{
+	const int64_t shape[1] = { (int64_t)self->n / 4 };
+	struct tio_desc d;
+	tio_object_t *t;
+	uint32_t *u;
+
+	ASSERT_OK(tio_desc_init(&d, (DLDataType){ kDLUInt, 32, 1 }, 1, shape));
+	ASSERT_OK(tio_buffer_tensor(self->b, &d, &t));
+	tio_net_mem_deregister(self->m);	/* drops the buffer; the tensor holds it */
+	tio_net_worker_destroy(self->w);	/* the context stays for the memory */
+	ASSERT_TRUE(mapped(self->p, self->n));
+	u = tio_tensor_dl(t)->data;
+	EXPECT_EQ(0x5a5a5a5au, u[shape[0] - 1]);
+	u[0] = 0xdeadbeefu;
+	EXPECT_EQ(0xef, self->p[0]);
+	EXPECT_EQ(self->handles + 1, tio_debug_live_handles());
+	tio_object_decref(t);	/* the last: memory, context, worker go */
+}
+
+/* Dropped in the other order: the registration last. */
+TEST_F(net_mem_outlives, deregister_after_the_last_buffer_reference)
+{
+	tio_object_t *t;
+	struct tio_desc d;
+	const int64_t shape[1] = { (int64_t)self->n };
+
+	ASSERT_OK(tio_desc_init(&d, (DLDataType){ kDLUInt, 8, 1 }, 1, shape));
+	ASSERT_OK(tio_buffer_tensor(self->b, &d, &t));
+	tio_object_decref(t);
+	ASSERT_TRUE(mapped(self->p, self->n));	/* the registration holds it */
+	EXPECT_EQ(0x5a, self->p[self->n - 1]);
+	tio_net_mem_deregister(self->m);
+	tio_net_worker_destroy(self->w);
+}
+
 static void kill_peer(pid_t *child)
 {
 	kill(*child, SIGKILL);
@@ -952,6 +1052,60 @@ TEST_F(net_ffi, desc_get_put_stream)
 	tio_stream_decref(s);
 	tio_any_decref(&m);
 	tio_any_decref(&rk);
+}
+
+/*
+ * tio.net.alloc: get and put through UCX's memory; its tio.net.buffer
+ * outlives the Memory and the Worker, still readable and writable; bad
+ * arguments get clear errors. The teardown checks that all was freed.
+ */
+TEST_F(net_ffi, alloc_buffer_outlives_memory)
+{
+	if (!self->child)
+		return;	/* skipped */
+	tio_any_t a[7], rk, r, m, bany;
+	tio_object_t *bo;
+	unsigned char *p;
+	int32_t buf_type;
+
+	ASSERT_OK(tio_type_key_to_index("tio.Buffer", &buf_type));
+	a[0] = self->ep;
+	a[1] = tio_any_int(TAG_DESC);
+	a[2] = tio_any_int(10000000000LL);
+	ASSERT_OK(gcall("tio.net.recv_desc", a, 3, &rk));
+	a[0] = self->w; a[1] = tio_any_int(NBYTES);
+	ASSERT_OK(gcall("tio.net.alloc", a, 2, &m));
+	ASSERT_OK(gcall("tio.net.buffer", &m, 1, &bany));
+	ASSERT_OK(tio_any_to_object(&bany, buf_type, &bo));
+	EXPECT_EQ(NBYTES, tio_buffer_size((tio_buffer_t *)bo));
+	p = tio_buffer_data((tio_buffer_t *)bo);
+	ASSERT_NE(NULL, p);
+	a[0] = self->ep; a[1] = m; a[2] = tio_any_int(0); a[3] = rk;
+	a[4] = tio_any_int(0); a[5] = tio_any_int(NBYTES); a[6] = tio_any_none();
+	ASSERT_OK(gcall("tio.net.get", a, 7, &r));
+	EXPECT_EQ(0, check(p, 0, NBYTES, 1));
+	fill(p, NBYTES, 2);
+	a[5] = tio_any_int(NBYTES / 2);
+	ASSERT_OK(gcall("tio.net.put", a, 7, &r));
+	EXPECT_EQ(0, ask_peer(self->sock));
+	/* Bad arguments. */
+	a[0] = self->w; a[1] = tio_any_int(0);
+	EXPECT_EQ(-1, gcall("tio.net.alloc", a, 2, &r));
+	ASSERT_DEV_MSG(EINVAL, "tio.net.alloc: size 0 must be positive");
+	a[0] = self->ep; a[1] = tio_any_int(4096);
+	EXPECT_EQ(-1, gcall("tio.net.alloc", a, 2, &r));
+	ASSERT_DEV_MSG(EINVAL, "tio.net.alloc: argument 0 must be a tio.net.Worker");
+	EXPECT_EQ(-1, gcall("tio.net.alloc", a, 1, &r));
+	ASSERT_DEV_MSG(EINVAL, "tio.net.alloc takes 2 arguments");
+	EXPECT_EQ(-1, gcall("tio.net.buffer", &self->w, 1, &r));
+	ASSERT_DEV_MSG(EINVAL, "tio.net.buffer: argument 0 must be a tio.net.Memory");
+	/* The Memory goes; the buffer stays usable. */
+	tio_any_decref(&m);
+	tio_any_decref(&rk);
+	EXPECT_EQ(0, check(p, 0, NBYTES / 2, 2));
+	fill(p, NBYTES, 3);
+	EXPECT_EQ(0, check(tio_buffer_data((tio_buffer_t *)bo), 0, NBYTES, 3));
+	tio_any_decref(&bany);
 }
 
 /* Bad calls: a clear error naming the function, nothing leaked. */

@@ -102,6 +102,28 @@ TIO_API int tio_buffer_pin(void *addr, size_t size, unsigned int flags,
 			   tio_buffer_t **out);
 
 /**
+ * tio_buffer_pin_owned() - pin memory that the buffer gives back when freed
+ * @addr: start, page aligned
+ * @size: bytes, a non-zero multiple of the page size
+ * @flags: TIO_PIN_F_READONLY or 0
+ * @release: called once with @arg when the last reference to the buffer
+ *	(and so to every Tensor and DLPack export of it) is gone and the
+ *	memory is unpinned, in the thread that dropped it: from then on the
+ *	owner may free @addr. Not called when this fails.
+ * @arg: passed to @release
+ * @out: the buffer
+ *
+ * For memory another library allocated (e.g. libtensorio-net's
+ * tio_net_mem_alloc()), so that a buffer of it can be handed out freely.
+ *
+ * Return: 0, or -1 with an error raised (EINVAL when @release is NULL, else
+ * as tio_buffer_pin()).
+ */
+TIO_API int tio_buffer_pin_owned(void *addr, size_t size, unsigned int flags,
+				 void (*release)(void *arg), void *arg,
+				 tio_buffer_t **out);
+
+/**
  * tio_buffer_import() - take a dma-buf fd as a buffer
  * @fd: the dma-buf (not consumed: the caller still closes it)
  * @out: the buffer

@@ -43,6 +43,9 @@ TIO_API int tio_net_worker_create(tio_net_worker_t **out);
  * tio_net_worker_destroy() - stop the progress thread and free the worker
  * @w: the worker, or NULL; its endpoints, registrations and keys must be
  *     gone already
+ *
+ * Buffers of tio_net_mem_alloc() memory still referenced keep the UCX
+ * context (not the worker) until the last of them is gone.
  */
 TIO_API void tio_net_worker_destroy(tio_net_worker_t *w);
 
@@ -113,8 +116,10 @@ TIO_API int tio_net_mem_register(tio_net_worker_t *w, tio_buffer_t *buf,
  * UCX's shared-memory transports reach memory they allocated with one
  * copy by the initiator; memory they only registered (tio_net_mem_register)
  * by messages the target copies in. The buffer (zeroed, tio_buffer_pin()
- * of UCX's memory) belongs to the registration: references taken to it
- * must be dropped before tio_net_mem_deregister(), which frees the memory.
+ * of UCX's memory) may outlive the registration and the worker: UCX's
+ * memory stays mapped until tio_net_mem_deregister() and the last
+ * reference to the buffer (and to every Tensor view of it) are both gone,
+ * whichever comes last.
  *
  * Return: 0 or -1 (error raised: EINVAL for size 0, ENOMEM, ...).
  */
@@ -125,7 +130,7 @@ TIO_API int tio_net_mem_alloc(tio_net_worker_t *w, size_t size, tio_net_mem_t **
  * @m: the registration
  *
  * Return: the buffer, borrowed (valid while @m lives; tio_object_incref()
- * to keep it, within the rule of tio_net_mem_alloc()); NULL without UCX.
+ * to keep it longer, see tio_net_mem_alloc()); NULL without UCX.
  */
 TIO_API tio_buffer_t *tio_net_mem_buffer(tio_net_mem_t *m);
 

@@ -32,6 +32,9 @@ static void tio_buffer_finalize(void *self)
 	}
 	pthread_mutex_destroy(&buf->lock);
 	tio_ctx_put(buf->ctx, 1);
+	/* Last: the owner may free the memory only once it is unpinned. */
+	if (buf->release)
+		buf->release(buf->release_arg);
 }
 
 /**
@@ -136,6 +139,18 @@ int tio_buffer_pin(void *addr, size_t size, unsigned int flags, tio_buffer_t **o
 	int64_t v[3] = { (int64_t)(uintptr_t)addr, (int64_t)size, flags };
 
 	return tio_buffer_new(TIO_CMD_BUF_PIN_USER, v, 3, out);
+}
+
+int tio_buffer_pin_owned(void *addr, size_t size, unsigned int flags,
+			 void (*release)(void *arg), void *arg, tio_buffer_t **out)
+{
+	if (!release)
+		return tio_raise_errno(EINVAL, "tio_buffer_pin_owned: no release function");
+	if (tio_buffer_pin(addr, size, flags, out))
+		return -1;
+	(*out)->release = release;
+	(*out)->release_arg = arg;
+	return 0;
 }
 
 int tio_buffer_import(int fd, tio_buffer_t **out)

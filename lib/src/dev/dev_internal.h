@@ -238,6 +238,9 @@ int tio_desc_explain(const struct tio_tensor_desc *d, uint64_t size, char *why, 
  * @gpu_unregister: undoes @gpu; the finalizer calls it first
  * @recycle: for a pinned-cache buffer (pin_cache.c), takes over the handle
  *	and the memory in place of the finalizer's free, or NULL
+ * @release: for tio_buffer_pin_owned(), gives the memory back to its owner
+ *	once the handle is freed (the pages unpinned), or NULL
+ * @release_arg: its argument
  */
 struct tio_buffer {
 	tio_object_t header;
@@ -252,6 +255,8 @@ struct tio_buffer {
 	void *gpu;
 	void (*gpu_unregister)(void *obj);
 	void (*recycle)(void *obj);
+	void (*release)(void *arg);
+	void *release_arg;
 };
 
 /**
