@@ -2,7 +2,7 @@
 /*
  * tio-bench: run registered benchmark cases and report them.
  *
- *   tio-bench [--suite S[,S]] [--case GLOB] [--size small|medium|large|all]
+ *   tio-bench [--suite S[,S]] [--case GLOB[,GLOB]] [--size small|medium|large|all]
  *             [--fast] [--repeat N] [--procs N] [--unit auto|ns|insn]
  *             [--clock auto|run|wall] [--list] [--tap]
  *             [--json FILE] [--md FILE] [--plot DIR]
@@ -142,9 +142,26 @@ static int suite_selected(const struct opts *o, const char *suite)
 	return 0;
 }
 
+/* Whether case @c's name (or suite/name) matches one of @globs' comma-separated globs. */
+static int glob_selected(const char *globs, const struct bench_case *c)
+{
+	char full[256], g[256];
+	const char *p = globs;
+	size_t n;
+
+	snprintf(full, sizeof(full), "%s/%s", c->suite, c->name);
+	while (*p) {
+		n = strcspn(p, ",");
+		snprintf(g, sizeof(g), "%.*s", (int)n, p);
+		if (!fnmatch(g, c->name, 0) || !fnmatch(g, full, 0))
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
 static int selected(const struct opts *o, const struct bench_case *c)
 {
-	char full[256];
 
 	if (!suite_selected(o, c->suite))
 		return 0;
@@ -155,8 +172,7 @@ static int selected(const struct opts *o, const struct bench_case *c)
 		return 1;
 	if (o->worker)
 		return !strcmp(o->glob, c->name);
-	snprintf(full, sizeof(full), "%s/%s", c->suite, c->name);
-	return !fnmatch(o->glob, c->name, 0) || !fnmatch(o->glob, full, 0);
+	return glob_selected(o->glob, c);
 }
 
 static double runq_wait(void)
@@ -700,7 +716,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: tio-bench [options]\n"
 	      "  --suite S[,S]      suites to run (default: all)\n"
-	      "  --case, --op GLOB  cases whose name or suite/name matches\n"
+	      "  --case, --op GLOB[,GLOB]  cases whose name or suite/name matches one\n"
 	      "  --size small|medium|large|all  (default all)\n"
 	      "  --fast             10 samples of 0.1 ms (0.1 M insn) per case: short,\n"
 	      "                     still enough for --baseline to judge\n"

@@ -5,6 +5,12 @@
  * ucp_get) on the same transport in the same run:
  *   put/shm, get/shm        UCX_TLS=sm,self
  *   put/tcp, get/tcp        UCX_TLS=tcp,self (loopback)
+ *   put/verbs, get/verbs    UCX_TLS=rc_verbs,ud_verbs,self on one RDMA
+ *                           device's port 1 ($TIO_RDMA_DEV, else the
+ *                           first), its IPv4 GID (RoCE), and for UCX 1.13
+ *                           over soft-RoCE no UD destination-GID check
+ *                           (docs/net.md); skipped without a device or
+ *                           UCX's uct_ib module
  *   .../ucx_perftest        the peer tool's own time per 1 MiB operation
  *   .../registered          the buffers tio_buffer_alloc'd and registered
  * The other rows' buffers are UCX's memory (tio_net_mem_alloc), as
@@ -15,8 +21,11 @@
  * libtensorio-net is loaded with dlopen() when the suite runs, so that
  * tio-bench itself does not load UCX for the other suites.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +49,7 @@
 #define NET_TCP		0x2
 #define NET_PEER	0x4	/* the ucx_perftest row */
 #define NET_REG		0x8	/* tio_buffer_alloc + tio_net_mem_register */
+#define NET_VERBS	0x10	/* rc_verbs,ud_verbs on an RDMA device */
 
 static struct {
 	__typeof__(tio_net_worker_create) *worker_create;
@@ -210,19 +220,104 @@ fail:
 			  tio_error_message(tio_error_peek_raised()) : "the peer went away");
 }
 
+/* Where the loaded libucp.so lives: UCX's modules are in its ucx/. */
+static int net_ucp_dir(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *slash = strrchr(info->dlpi_name, '/');
+
+	(void)size;
+	if (!slash || strncmp(slash, "/libucp.so", 10))
+		return 0;
+	snprintf(data, PATH_MAX, "%.*s/ucx/libuct_ib.so.0", (int)(slash - info->dlpi_name),
+		 info->dlpi_name);
+	return 1;
+}
+
+/* The index of port 1's first IPv4-mapped (RoCE v2) GID of device @dev. */
+static int net_gid_index(const char *dev)
+{
+	char path[PATH_MAX], gid[64];
+	FILE *f;
+	int i;
+
+	for (i = 0; i < 256; i++) {
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gids/%d", dev, i);
+		f = fopen(path, "r");
+		if (!f)
+			break;
+		if (!fgets(gid, sizeof(gid), f))
+			gid[0] = 0;
+		fclose(f);
+		if (!strncmp(gid, "0000:0000:0000:0000:0000:ffff:", 30))
+			return i;
+	}
+	return -1;
+}
+
+/*
+ * UCX over verbs on one device: $TIO_RDMA_DEV, else the first one; the
+ * same settings as test_net's verbs variant in the VM (tests/net/vm-rxe.sh).
+ */
+static int net_verbs_env(struct bench_run *run)
+{
+	const char *dev = getenv("TIO_RDMA_DEV");
+	char buf[PATH_MAX] = "";
+	struct dirent *d = NULL;
+	DIR *dir = NULL;
+	int gid;
+
+	if (!dev || !*dev) {
+		dir = opendir("/sys/class/infiniband");
+		while (dir && (d = readdir(dir)) && d->d_name[0] == '.')
+			;
+		if (!d) {
+			if (dir)
+				closedir(dir);
+			return bench_skip(run, "no RDMA device (/sys/class/infiniband is empty)");
+		}
+		dev = d->d_name;
+	}
+	gid = net_gid_index(dev);
+	snprintf(buf, sizeof(buf), "%s:1", dev);
+	setenv("UCX_NET_DEVICES", buf, 1);
+	if (dir)
+		closedir(dir);
+	if (gid < 0)
+		return bench_skip(run, "RDMA device %s has no IPv4 GID on port 1", buf);
+	snprintf(buf, sizeof(buf), "%d", gid);
+	setenv("UCX_IB_GID_INDEX", buf, 1);
+	setenv("UCX_UD_VERBS_ETH_DGID_CHECK", "n", 1);
+	buf[0] = 0;
+	dl_iterate_phdr(net_ucp_dir, buf);
+	if (!buf[0] || access(buf, R_OK))
+		return bench_skip(run, "no UCX verbs transport (%s)",
+				  buf[0] ? buf : "libucp not loaded");
+	return 0;
+}
+
+static void net_verbs_unset(void)
+{
+	unsetenv("UCX_NET_DEVICES");
+	unsetenv("UCX_IB_GID_INDEX");
+	unsetenv("UCX_UD_VERBS_ETH_DGID_CHECK");
+}
+
 static int net_setup(struct bench_run *run)
 {
 	uintptr_t a = run->c->arg;
 	struct nstate *s;
 	int err;
 
-	if (a & NET_PEER) {
-		if (access(NET_PERFTEST, X_OK))
-			return bench_skip(run, "ucx_perftest is not installed (ucx-utils)");
-	} else if ((err = net_load(run))) {
+	net_verbs_unset();
+	if (a & NET_PEER && access(NET_PERFTEST, X_OK))
+		return bench_skip(run, "ucx_perftest is not installed (ucx-utils)");
+	/* The verbs rows look for UCX's modules beside the loaded libucp. */
+	if ((!(a & NET_PEER) || a & NET_VERBS) && (err = net_load(run)))
 		return err;
-	}
-	setenv("UCX_TLS", a & NET_TCP ? "tcp,self" : "sm,self", 1);
+	if (a & NET_VERBS && (err = net_verbs_env(run)))
+		return err;
+	setenv("UCX_TLS", a & NET_VERBS ? "rc_verbs,ud_verbs,self" :
+		a & NET_TCP ? "tcp,self" : "sm,self", 1);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -320,6 +415,7 @@ static void net_teardown(struct bench_run *run)
 	tio_error_clear();
 	free(s);
 	run->state = NULL;
+	net_verbs_unset();
 }
 
 #define NET(n, a, r, what) {						\
@@ -347,6 +443,14 @@ static struct bench_case cases[] = {
 	    "ucx_perftest -t ucp_get -s 1MiB, UCX_TLS=tcp,self (loopback)"),
 	NET("get/tcp", NET_TCP, "get/tcp/ucx_perftest",
 	    "tio_net_get of 1 MiB on a stream point, tcp loopback"),
+	NET("put/verbs/ucx_perftest", NET_PEER | NET_PUT | NET_VERBS, "put/verbs/ucx_perftest",
+	    "ucx_perftest -t ucp_put_bw -s 1MiB, UCX_TLS=rc_verbs,ud_verbs,self on one RDMA device"),
+	NET("put/verbs", NET_PUT | NET_VERBS, "put/verbs/ucx_perftest",
+	    "tio_net_put of 1 MiB + flush on a stream point, rc_verbs, tio_net_mem_alloc buffers"),
+	NET("get/verbs/ucx_perftest", NET_PEER | NET_VERBS, "get/verbs/ucx_perftest",
+	    "ucx_perftest -t ucp_get -s 1MiB, UCX_TLS=rc_verbs,ud_verbs,self on one RDMA device"),
+	NET("get/verbs", NET_VERBS, "get/verbs/ucx_perftest",
+	    "tio_net_get of 1 MiB on a stream point, rc_verbs, tio_net_mem_alloc buffers"),
 };
 
 static void __attribute__((constructor)) net_register(void)

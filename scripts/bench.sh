@@ -11,8 +11,9 @@
 #                                 -icount shift=0 (guest insn/op), once per
 #                                 supported kernel (6.12 adds the dma-heap
 #                                 and udmabuf peers)
-#   vm-rdma-<kernel>.txt          the net suite's RDMA rows over soft-RoCE
-#                                 in the same VM mode (tests/net/vm-rxe.sh)
+#   vm-rdma-<kernel>.txt          the net suite's RDMA and verbs rows over
+#                                 soft-RoCE in the same VM mode
+#                                 (tests/net/vm-rxe.sh)
 # TIO_BENCH_VM=0 skips the VM; KVER="rel ..." picks kernels; TIO_BENCH_ARGS adds
 # tio-bench options (e.g. --fast, --baseline NAME) to every run.
 set -euo pipefail
@@ -61,10 +62,11 @@ GUEST
 		rc=1
 	fi
 	# The net suite's RDMA rows over soft-RoCE (tests/net/vm-rxe.sh):
-	# RDMA WRITE/READ of tensorio buffers beside ib_write_bw/ib_read_bw.
-	echo "# make bench: net RDMA rows over soft-RoCE in the VM ($kver, insn/op)"
+	# RDMA WRITE/READ of tensorio buffers beside ib_write_bw/ib_read_bw,
+	# and put/get through libtensorio-net over rc_verbs beside ucx_perftest.
+	echo "# make bench: net RDMA and verbs rows over soft-RoCE in the VM ($kver, insn/op)"
 	# shellcheck disable=SC2086 # $args are words
-	tests/net/vm-stage.sh build/bench/rxe --suite net --case '*rdma*' $args &&
+	tests/net/vm-stage.sh build/bench/rxe --suite net --case '*rdma*,*verbs*' $args &&
 		TIO_VM_OPT_MODULES='loop crc32_generic veth rdma_rxe' \
 		tests/vm/run.sh -i -k "$kver" -m "build/kmod/$kver/kmod/tensorio.ko" \
 		-b build/bench/rxe -s tests/net/vm-rxe.sh -t 900 |

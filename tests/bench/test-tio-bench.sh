@@ -65,6 +65,8 @@ if [ -r /proc/thread-self/schedstat ]; then
 else
 	n=$((n + 1)); echo "ok $n # SKIP no /proc/thread-self/schedstat"
 fi
+t "--case takes comma-separated globs: the cases of each" 0 "^ffi/call/int-1 ffi/breakdown/c-indirect-call $" \
+	bash -c "'$bench' --list --suite ffi --case 'breakdown/c-indirect-call,call/int-1' | awk '{ printf \"%s \", \$1 }'"
 t "--clock other is refused" 2 "usage: tio-bench" "$bench" "${one[@]}" --clock cpu
 t "--procs 0 is refused" 2 "--procs 0: 1 to 64" "$bench" "${one[@]}" --procs 0
 t "--worker alone is refused" 2 "--worker needs --suite, --case and --json" "$bench" --worker

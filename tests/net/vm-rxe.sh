@@ -97,14 +97,16 @@ rc=0
 # The net layer over verbs: test_net's verbs variant alone, rxe0 to rxe0
 # (UCX 1.13 checks UD packets' destination GID, which over rxe fails
 # every connection: docs/net.md).
-if [ -x ./test_net ]; then
+if [ -e ucx/module-dir ]; then
 	mkdir -p "$(cat ucx/module-dir)"
 	cp ucx/libuct_*.so.0 "$(cat ucx/module-dir)/"
+fi
+if [ -x ./test_net ]; then
 	TIO_TEST_NET_ONLY=rc_verbs,ud_verbs,self UCX_NET_DEVICES=rxe0:1 \
 		UCX_IB_GID_INDEX=$(gid_index rxe0) UCX_UD_VERBS_ETH_DGID_CHECK=n \
 		./test_net || rc=1
 else
-	echo "ok 1 net layer over verbs # SKIP test_net or UCX's uct_ib module not staged"
+	echo "ok 1 net layer over verbs # SKIP test_net not staged (no uct_ib module on the host, or the bench's run)"
 fi
 # The RDMA traffic went through the pair, not through lo.
 st=/sys/class/net
@@ -112,6 +114,10 @@ echo "# vm: veth0 tx $(cat $st/veth0/statistics/tx_packets) rx $(cat $st/veth0/s
 if [ -e bench-args ]; then
 	# The suite runs perftest from where Debian puts it.
 	mkdir -p /usr/bin && cp ib_write_bw ib_read_bw /usr/bin/
+	[ -x ucx_perftest ] && cp ucx_perftest /usr/bin/
+	# libtensorio-net where tio-bench's run path finds it (dlopen).
+	[ -e net/lib-dir ] && mkdir -p "$(cat net/lib-dir)" &&
+		cp net/libtensorio-net.so.0 "$(cat net/lib-dir)/"
 	set -f	# the arguments are words, their globs tio-bench's
 	# shellcheck disable=SC2046
 	TIO_RDMA_DEV2='' ./tio-bench $(cat bench-args) || rc=1

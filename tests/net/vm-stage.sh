@@ -8,8 +8,9 @@
 # the guest script puts both where libibverbs looks). run.sh copies the
 # shared libraries of every program here. Whatever the host lacks is left
 # out; the guest script then skips and says what was missing.
-# With ARGS, tio-bench comes too and the guest runs "tio-bench ARGS" after
-# the test (the net suite's RDMA rows: docs/benchmarks.md).
+# With ARGS, tio-bench comes too (with libtensorio-net and ucx_perftest)
+# and the guest runs "tio-bench ARGS" after the test (the net suite's
+# RDMA and verbs rows: docs/benchmarks.md).
 # Usage: vm-stage.sh DIR [ARGS...]
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,9 +33,10 @@ fi
 # and UCX's dlopened transport modules (their libraries come through
 # run.sh's ldd pass on the copy at the top; the guest puts them back).
 ucxmod=$(dirname "$(ldconfig -p | grep -o '/[^ ]*/libucp.so.0$' | head -1)" 2>/dev/null)/ucx
-# Not for the bench's runs (ARGS given).
-if [ $# -eq 0 ] && [ -x "$top/build/tests/lib/test_net" ] && [ -e "$ucxmod/libuct_ib.so.0" ]; then
-	cp "$top/build/tests/lib/test_net" "$out/"
+# The test not for the bench's runs (ARGS given); the modules for both.
+if [ -e "$ucxmod/libuct_ib.so.0" ]; then
+	[ $# -eq 0 ] && [ -x "$top/build/tests/lib/test_net" ] &&
+		cp "$top/build/tests/lib/test_net" "$out/"
 	mkdir -p "$out/ucx"
 	cp -L "$ucxmod"/libuct_*.so.0 "$out/ucx/"
 	cp -L "$ucxmod/libuct_ib.so.0" "$out/"
@@ -43,5 +45,16 @@ if [ $# -eq 0 ] && [ -x "$top/build/tests/lib/test_net" ] && [ -e "$ucxmod/libuc
 fi
 if [ $# -gt 0 ]; then
 	cp "$top/build/bench/tio-bench" "$out/"
+	# The net suite's verbs rows: libtensorio-net (dlopened by tio-bench
+	# from its run path: the guest puts it there) and ucx_perftest.
+	lib=$top/build/lib/libtensorio-net.so.0
+	if [ -e "$lib" ]; then
+		mkdir -p "$out/net"
+		cp -L "$lib" "$out/net/"
+		readelf -d "$top/build/bench/tio-bench" |
+			sed -n 's/.*R[UN]*PATH.*\[\(.*\)\]/\1/p' >"$out/net/lib-dir"
+	fi
+	f=$(command -v ucx_perftest || true)
+	[ -n "$f" ] && cp "$f" "$out/"
 	echo "$*" >"$out/bench-args"
 fi
