@@ -296,6 +296,8 @@ int bench_skip(struct bench_run *run, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int bench_fail(struct bench_run *run, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* suite_gpu.c, for the gpu suite's files: fail with the raised error. */
+int gpu_error(struct bench_run *run, const char *what);
 
 /* Keeps the compiler from discarding a value or assuming memory unchanged. */
 #define bench_keep(v)	__asm__ __volatile__("" : : "g"(v) : "memory")

@@ -85,7 +85,8 @@ static void gpu_teardown(struct bench_run *run)
 	run->state = NULL;
 }
 
-static int gpu_error(struct bench_run *run, const char *what)
+/* Fail @run with the raised error's errno and message (both gpu files). */
+int gpu_error(struct bench_run *run, const char *what)
 {
 	tio_object_t *e = tio_error_move_from_raised();
 	int err = tio_errno() ? tio_errno() : EPROTO;

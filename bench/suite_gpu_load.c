@@ -68,17 +68,6 @@ struct lstate {
 	DLDevice gpu;		/* CUDA 0, or ROCm 0 with TIO_BENCH_GPU=rocm */
 };
 
-static int ld_error(struct bench_run *run, const char *what)
-{
-	tio_object_t *e = tio_error_move_from_raised();
-	int err = tio_errno() ? tio_errno() : EPROTO;
-
-	bench_fail(run, err, "%s: %s", what, e ? tio_error_message(e) : "?");
-	if (e)
-		tio_object_decref(e);
-	return -err;
-}
-
 static void ld_drop(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -233,7 +222,7 @@ static int ld_write(struct bench_run *run, struct lstate *s)
 	}
 	memset(t.data, 0x5a, tsize);
 	if (!err && tio_safetensors_save(s->path, (const char *const *)names, tv, n))
-		err = ld_error(run, "tio_safetensors_save");
+		err = gpu_error(run, "tio_safetensors_save");
 out:
 	for (i = 0; names && i < n; i++)
 		free(names[i]);
@@ -273,7 +262,7 @@ static int ld_verify(struct bench_run *run, struct lstate *s)
 			max = s->t[i].end - s->t[i].begin;
 	if (tio_safetensors_load_device(s->path, s->gpu, NULL, &st)) {
 		munmap(file, s->size);
-		return ld_error(run, "tio_safetensors_load_device");
+		return gpu_error(run, "tio_safetensors_load_device");
 	}
 	host = malloc(max ? max : 1);
 	if (!host)
@@ -286,7 +275,7 @@ static int ld_verify(struct bench_run *run, struct lstate *s)
 		int64_t k;
 
 		if (tio_safetensors_tensor(st, name, &t)) {
-			err = ld_error(run, name);
+			err = gpu_error(run, name);
 			break;
 		}
 		dl = tio_tensor_dl(t);
@@ -301,7 +290,7 @@ static int ld_verify(struct bench_run *run, struct lstate *s)
 			 tio_gpu_copy_dtoh(s->cs, host, (uintptr_t)dl->data + dl->byte_offset,
 					   len) ||
 			 tio_gpu_stream_sync(s->cs))
-			err = ld_error(run, "device tensor read back");
+			err = gpu_error(run, "device tensor read back");
 		else if (memcmp(host, file + s->data_start + s->t[k].begin, len))
 			err = bench_fail(run, EIO, "tensor %s differs from the file", name);
 		tio_object_decref(t);
@@ -369,7 +358,7 @@ static int ld_setup(struct bench_run *run)
 	if ((err = ld_header(run, s)))
 		goto fail;
 	if (k != L_HOST_COLD && tio_gpu_stream_create(s->gpu, &s->cs)) {
-		err = ld_error(run, "CUDA stream");
+		err = gpu_error(run, "CUDA stream");
 		goto fail;
 	}
 	if (k == L_DEV_COLD && (err = ld_verify(run, s)))
@@ -397,10 +386,10 @@ static int ld_mmap_htod(struct bench_run *run, struct lstate *s)
 		if (tio_gpu_tensor_empty(s->gpu, t->ndim, t->shape, t->dt, &s->dev[i]) ||
 		    tio_gpu_copy_htod(s->cs, (uintptr_t)tio_tensor_dl(s->dev[i])->data,
 				      file + s->data_start + t->begin, t->end - t->begin))
-			err = ld_error(run, "mmap + copy");
+			err = gpu_error(run, "mmap + copy");
 	}
 	if (!err && tio_gpu_stream_sync(s->cs))
-		err = ld_error(run, "stream sync");
+		err = gpu_error(run, "stream sync");
 	for (i = 0; i < s->n; i++) {
 		if (s->dev[i])
 			tio_object_decref(s->dev[i]);
@@ -427,7 +416,7 @@ static int ld_run(struct bench_run *run, uint64_t n)
 		}
 		if (k == L_HOST_COLD ? tio_safetensors_load_ex(s->path, NULL, &st) :
 		    tio_safetensors_load_device(s->path, s->gpu, NULL, &st))
-			return ld_error(run, run->c->name);
+			return gpu_error(run, run->c->name);
 		bench_keep(tio_safetensors_count(st));
 		tio_safetensors_free(st);
 	}

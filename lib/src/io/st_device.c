@@ -75,6 +75,27 @@ static int sd_on_chunk(void *arg, uint64_t done, uint64_t total)
 	return atomic_load(&l->stop);
 }
 
+/*
+ * The first entry whose bytes end past file offset @off of @shard: entries
+ * are sorted by shard, then offset, and tile each shard's data.
+ */
+static int64_t sd_first(const struct tio_safetensors *st, int shard, uint64_t off)
+{
+	uint64_t ds = st->sh[shard].data_start;
+	int64_t lo = 0, hi = st->n;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo) / 2;
+		const struct st_entry *e = &st->e[mid];
+
+		if (e->shard < shard || (e->shard == shard && ds + e->end <= off))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Enqueue the copies of the tensor bytes in file range [off, off + len). */
 static int sd_copy(struct sd_load *l, int shard, uint64_t off, uint64_t len,
 		   struct sd_slot *s)
@@ -83,14 +104,16 @@ static int sd_copy(struct sd_load *l, int shard, uint64_t off, uint64_t len,
 	uint64_t ds = st->sh[shard].data_start;
 	int64_t i;
 
-	for (i = 0; i < st->n; i++) {
+	for (i = sd_first(st, shard, off); i < st->n; i++) {
 		struct st_entry *e = &st->e[i];
 		uint64_t a = ds + e->begin > off ? ds + e->begin : off;
 		uint64_t b = ds + e->end < off + len ? ds + e->end : off + len;
 		uint64_t dptr;
 
-		if (e->shard != shard || a >= b)
-			continue;
+		if (e->shard != shard || ds + e->begin >= off + len)
+			break;
+		if (a >= b)
+			continue;	/* an empty tensor */
 		dptr = (uintptr_t)tio_tensor_dl(st->dev[i])->data;
 		if (tio_gpu_copy_htod(s->stream, dptr + (a - ds - e->begin),
 				      s->mem + (a - off), b - a))
