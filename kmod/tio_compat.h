@@ -20,8 +20,8 @@
 #else
 #include <linux/io_uring.h>
 #endif
-#ifndef TIO_HAVE_URING_CMD_CANCELABLE
-#include <linux/io_uring_types.h>	/* the 6.1 monitor, see below */
+#if !defined(TIO_HAVE_URING_CMD_CANCELABLE) || defined(TIO_HAVE_REQ_F_CQE32_INIT)
+#include <linux/io_uring_types.h>	/* the 6.1 monitor and completion */
 #include <linux/percpu-refcount.h>
 #endif
 
@@ -49,6 +49,38 @@ static inline void tio_uring_cmd_done(struct io_uring_cmd *ioucmd, ssize_t ret,
 	io_uring_cmd_done(ioucmd, ret, res2, issue_flags);
 #else
 	io_uring_cmd_done(ioucmd, ret, res2);
+#endif
+}
+
+/*
+ * A command that succeeded at issue, @res2 for the CQE32 extra word:
+ * returns what ->uring_cmd returns. Returning 0 completes the request on
+ * io_uring's batched path (io_req_complete_defer() at submission, one CQ
+ * commit per batch). Up to 6.6 io_uring_cmd_done() posts each completion
+ * by itself instead (io_req_complete_post(): the completion lock, a
+ * commit and a wakeup per command, about 55 guest insn more), so there
+ * the extra word is set as io_uring_cmd_done() sets it, through the
+ * fields and flag its static io_req_set_cqe32_extra() writes, while the
+ * request is still ours. Later kernels defer io_uring_cmd_done() itself
+ * when @issue_flags allow (IO_URING_F_COMPLETE_DEFER).
+ */
+static inline int tio_uring_cmd_complete(struct io_uring_cmd *ioucmd, u64 res2,
+					 unsigned int issue_flags)
+{
+	if (!res2 || !(issue_flags & IO_URING_F_CQE32))
+		return 0;	/* no extra word to carry */
+#ifdef TIO_HAVE_REQ_F_CQE32_INIT
+	{
+		struct io_kiocb *req = cmd_to_io_kiocb(ioucmd);
+
+		req->extra1 = res2;
+		req->extra2 = 0;
+		req->flags |= REQ_F_CQE32_INIT;
+		return 0;
+	}
+#else
+	tio_uring_cmd_done(ioucmd, 0, res2, issue_flags);
+	return -EIOCBQUEUED;
 #endif
 }
 
