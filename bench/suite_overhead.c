@@ -391,8 +391,10 @@ static inline void put_inline(struct io_uring_sqe *sqe, __u32 op, __u64 ud,
  */
 static int run_inline(struct bench_run *run, struct ovh *s, int round)
 {
+	struct io_uring_sq *sq = &s->ring.sq;
 	struct io_uring_cq *cq = &s->ring.cq;
-	unsigned int i, n = 0, head, tail;
+	unsigned int i, n = s->batch * (s->kind == K_FENCE ? 2 : 1);
+	unsigned int head, tail = sq->sqe_tail;
 	int ret;
 
 	static_assert(offsetof(struct tio_buf_alloc, size) == 0, "word 0");
@@ -400,58 +402,63 @@ static int run_inline(struct bench_run *run, struct ovh *s, int round)
 	static_assert(offsetof(struct tio_fence_emit, stream) == 0, "word 0");
 	static_assert(offsetof(struct tio_fence_signal, stream) == 0, "word 0");
 	static_assert(offsetof(struct tio_fence_signal, seqno) == 8, "word 1");
-	if (io_uring_sq_space_left(&s->ring) < s->batch * (s->kind == K_FENCE ? 2 : 1))
+	if (io_uring_sq_space_left(&s->ring) < n)
 		return bench_fail(run, EBUSY, "SQ ring full");
-	for (i = 0; i < s->batch; i++) {
-		switch (s->kind) {
-		case K_INFO:
-			put_inline(io_uring_get_sqe(&s->ring), TIO_IOC_INFO, n++, 0, 0);
-			break;
-		case K_BUF:
+	/* SQE i of this batch; SQE128: two 64-byte slots each. */
+#define SQE(i)	(&sq->sqes[((tail + (i)) & sq->ring_mask) << 1])
+	switch (s->kind) {
+	case K_INFO:
+		for (i = 0; i < n; i++)
+			put_inline(SQE(i), TIO_IOC_INFO, i, 0, 0);
+		break;
+	case K_BUF:
+		for (i = 0; i < n; i++)
 			if (!round)
-				put_inline(io_uring_get_sqe(&s->ring),
-					   TIO_IOC_BUF_ALLOC, n++, 4096, 0);
+				put_inline(SQE(i), TIO_IOC_BUF_ALLOC, i, 4096, 0);
 			else
-				put_inline(io_uring_get_sqe(&s->ring),
-					   TIO_IOC_BUF_FREE, n++, s->handles[i], 0);
-			break;
-		case K_FENCE:
-			put_inline(io_uring_get_sqe(&s->ring), TIO_IOC_FENCE_EMIT,
-				   n++, s->stream, 0);
-			put_inline(io_uring_get_sqe(&s->ring), TIO_IOC_FENCE_SIGNAL,
-				   n++, s->stream, s->next_seq + i);
-			break;
+				put_inline(SQE(i), TIO_IOC_BUF_FREE, i, s->handles[i], 0);
+		break;
+	case K_FENCE:
+		for (i = 0; i < s->batch; i++) {
+			put_inline(SQE(2 * i), TIO_IOC_FENCE_EMIT, 2 * i, s->stream, 0);
+			put_inline(SQE(2 * i + 1), TIO_IOC_FENCE_SIGNAL, 2 * i + 1,
+				   s->stream, s->next_seq + i);
 		}
+		break;
 	}
+#undef SQE
+	sq->sqe_tail = tail + n;
 	ret = io_uring_submit_and_wait(&s->ring, n);
 	if (ret < 0)
 		return bench_fail(run, -ret, "io_uring_submit_and_wait");
+	ret = 0;
 	/* Inline commands complete at submission: all n CQEs are there. */
 	head = *cq->khead;
 	tail = io_uring_smp_load_acquire(cq->ktail);
 	if (tail - head < n)
 		return bench_fail(run, EPROTO, "%u of %u CQEs", tail - head, n);
-	for (i = 0; i < n; i++) {
-		const struct io_uring_cqe *cqe = &cq->cqes[((head + i) & cq->ring_mask) << 1];
-
-		if (cqe->res < 0) {
-			io_uring_cq_advance(&s->ring, n);
-			return bench_fail(run, -cqe->res, "inline uring_cmd %llu",
-					  (unsigned long long)cqe->user_data);
-		}
-		if (s->kind == K_BUF && !round)
-			s->handles[cqe->user_data] = cqe->big_cqe[0] >> 32;
-		if (s->kind == K_FENCE && !(cqe->user_data & 1) &&
-		    cqe->big_cqe[0] != s->next_seq + cqe->user_data / 2) {
-			io_uring_cq_advance(&s->ring, n);
-			return bench_fail(run, EPROTO, "emit gave seqno %llu",
-					  (unsigned long long)cqe->big_cqe[0]);
-		}
-	}
-	io_uring_cq_advance(&s->ring, n);
-	if (s->kind == K_FENCE)
+	/* CQE32: two 16-byte slots each. */
+#define CQE(i)	(&cq->cqes[((head + (i)) & cq->ring_mask) << 1])
+	for (i = 0; i < n; i++)
+		if (CQE(i)->res < 0)
+			break;
+	if (i < n) {
+		ret = bench_fail(run, -CQE(i)->res, "inline uring_cmd %llu",
+				 (unsigned long long)CQE(i)->user_data);
+	} else if (s->kind == K_BUF && !round) {
+		for (i = 0; i < n; i++)
+			s->handles[CQE(i)->user_data] = CQE(i)->big_cqe[0] >> 32;
+	} else if (s->kind == K_FENCE) {
+		for (i = 0; i < n && !ret; i++)
+			if (!(CQE(i)->user_data & 1) &&
+			    CQE(i)->big_cqe[0] != s->next_seq + CQE(i)->user_data / 2)
+				ret = bench_fail(run, EPROTO, "emit gave seqno %llu",
+						 (unsigned long long)CQE(i)->big_cqe[0]);
 		s->next_seq += s->batch;
-	return 0;
+	}
+#undef CQE
+	io_uring_cq_advance(&s->ring, n);
+	return ret;
 }
 
 static int run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
