@@ -336,6 +336,36 @@ TEST_F(inl, registered_file)
 	EXPECT_EQ(0, io_uring_unregister_files(&self->ring));
 }
 
+/*
+ * A success whose CQE is skipped (IOSQE_CQE_SKIP_SUCCESS) leaves nothing
+ * behind: the next requests of the ring, which reuse its io_uring request
+ * (a NOP has no extra word), read zero in big_cqe[0].
+ */
+TEST_F(inl, skipped_cqe_leaves_no_extra_word)
+{
+	struct io_uring_cqe *cqe;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&self->ring);
+
+		ASSERT_NE(NULL, sqe);
+		prep_inline(sqe, self->fd, IOSQE_CQE_SKIP_SUCCESS, TIO_IOC_INFO,
+			    NULL, 0, NULL, TIO_URING_F_INLINE);
+		ASSERT_EQ(1, io_uring_submit(&self->ring));
+		sqe = io_uring_get_sqe(&self->ring);
+		ASSERT_NE(NULL, sqe);
+		io_uring_prep_nop(sqe);
+		sqe->user_data = 0x909;
+		ASSERT_EQ(1, io_uring_submit_and_wait(&self->ring, 1));
+		ASSERT_EQ(0, io_uring_peek_cqe(&self->ring, &cqe));
+		EXPECT_EQ(0x909, cqe->user_data);
+		EXPECT_EQ(0, cqe->res);
+		EXPECT_EQ(0, cqe->big_cqe[0]);
+		io_uring_cqe_seen(&self->ring, cqe);
+	}
+}
+
 /* Without CQE32 only res travels; the commands still run. */
 TEST(results_without_cqe32)
 {
