@@ -43,9 +43,10 @@ struct tio_cmd_stats {
 
 DECLARE_PER_CPU(struct tio_cmd_stats, tio_stats);
 
-/* INFO is here, inline: the ring runs it in its loop. */
-
-/* The TIO_FEAT_* bits INFO reports (a constant). */
+/*
+ * INFO is here, inline: the ring runs it in its loop (in the slot:
+ * tio_ring_info()). The TIO_FEAT_* bits it reports, a constant:
+ */
 static __always_inline u64 tio_info_features(void)
 {
 	u64 features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER | TIO_FEAT_DMABUF |

@@ -305,9 +305,9 @@ static __always_inline void tio_ring_write(struct tio_cmd *slot,
 
 /*
  * Run @n records from @head, each word read once (INFO in its slot, the
- * others from a stack copy), its result and payload written back into its
- * slot; @nonblock a constant, so that
- * the blocking path's loop has no test for it. Return: records consumed
+ * others from a stack copy), results and payloads written back into their
+ * slots; @nonblock a constant, so that the blocking path's loop has no
+ * test for it. Return: records consumed
  * (all @n, or up to the first failure without @cont); *@failed counts
  * the failed ones.
  */
