@@ -337,6 +337,17 @@ static void info_counts(long long *calls, long long *errors)
 	*errors = tio_dbg_read_col(TIO_DBG "commands", "INFO", 1);
 }
 
+/* Handler timing on or off (debugfs tensorio/timing): 0 or -1. */
+static int set_timing(bool on)
+{
+	int fd = open(TIO_DBG "timing", O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && write(fd, on ? "1" : "0", 1) == 1;
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
 /*
  * Four INFO records: one whose output fields hold junk (they are output
  * only: overwritten), then flags, the payload's pad and the record's
@@ -406,9 +417,9 @@ TEST_F(ring, info_in_place)
 	if (!dbg)
 		return;
 	/* Timed, from the copy: the same results and counts. */
-	ASSERT_EQ(0, tio_write_file(TIO_DBG "timing", "1"));
+	ASSERT_EQ(0, set_timing(true));
 	info_records(_metadata, self->fd, self->u, &self->r);
-	ASSERT_EQ(0, tio_write_file(TIO_DBG "timing", "0"));
+	ASSERT_EQ(0, set_timing(false));
 	info_counts(&calls0, &errors0);
 	EXPECT_EQ(calls + 4, calls0);
 	EXPECT_EQ(errors + 2, errors0);

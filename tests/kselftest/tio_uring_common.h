@@ -107,18 +107,6 @@ static inline long long tio_dbg_read(const char *path, const char *key)
 	return tio_dbg_read_col(path, key, 0);
 }
 
-/* Write @text to a file (a debugfs switch): 0 or -1. */
-static inline int tio_write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	int ret;
-
-	if (!f)
-		return -1;
-	ret = fputs(text, f) < 0 ? -1 : 0;
-	return fclose(f) ? -1 : ret;
-}
-
 /* Module-wide: other tests' rings may still be tearing down. */
 static inline long long tio_dbg_stat(const char *key)
 {
