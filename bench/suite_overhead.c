@@ -486,84 +486,100 @@ static int ring_enter(struct bench_run *run, struct ovh *s, unsigned int n)
 	return 0;
 }
 
-/* A record written straight into its slot: op, zero fields, payload. */
-static inline struct tio_cmd *ring_slot(struct ovh *s, unsigned int i,
-					unsigned int op)
+/*
+ * A record's header straight into its slot: op and zero flags in one
+ * 64-bit store, zero result and pad in another.
+ */
+static inline void ring_hdr(struct tio_cmd *c, __u32 op)
 {
-	struct tio_cmd *c = &s->rcmds[(s->rtail + i) & s->rhdr->mask];
+	const struct { __u32 op, flags; __s32 result; __u32 pad; } h = { op, 0, 0, 0 };
 
-	c->op = op;
-	c->flags = 0;
-	c->result = 0;
-	c->pad = 0;
-	return c;
+	memcpy(c, &h, sizeof(h));
+}
+
+/* A payload's six words, as one record carries them. */
+static inline void ring_words(struct tio_cmd *c, __u64 w0, __u64 w1)
+{
+	__u64 *w = (__u64 *)c->payload.bytes;
+
+	w[0] = w0;
+	w[1] = w1;
+	w[2] = w[3] = w[4] = w[5] = 0;
+}
+
+/*
+ * Records first .. first + @len - 1 of a batch, in contiguous slots from
+ * @c. Each is written as its command's rules ask: the header, and the
+ * whole payload with zero past the structure, except INFO's, all of
+ * which is output but flags and pad (they must be zero).
+ */
+static void ring_fill(struct ovh *s, int round, struct tio_cmd *c,
+		      unsigned int first, unsigned int len)
+{
+	struct tio_cmd *end = c + len;
+	unsigned int j = first, mask = s->rhdr->mask;
+	__u64 stream = s->stream, seq = s->next_seq + first / 2;
+
+	switch (s->kind) {
+	case K_INFO:
+		for (; c < end; c++) {
+			struct tio_info *in = (struct tio_info *)c->payload.bytes;
+
+			ring_hdr(c, TIO_IOC_INFO);
+			in->flags = 0;
+			in->pad = 0;
+		}
+		break;
+	case K_BUF:
+		for (; c < end; c++, j++) {
+			if (!round) {
+				ring_hdr(c, TIO_IOC_BUF_ALLOC);
+				ring_words(c, 4096, 0);
+			} else {
+				/* The handle where the alloc round's record left it. */
+				const struct tio_cmd *a =
+					&s->rcmds[(s->rtail + j - s->batch) & mask];
+
+				ring_hdr(c, TIO_IOC_BUF_FREE);
+				ring_words(c, ((const struct tio_buf_alloc *)
+					       a->payload.bytes)->handle, 0);
+			}
+		}
+		break;
+	case K_FENCE:
+		/* Pairs never straddle the wrap: tails and entries are even. */
+		for (; c < end; c += 2, seq++) {
+			ring_hdr(c, TIO_IOC_FENCE_EMIT);
+			ring_words(c, stream, 0);
+			ring_hdr(c + 1, TIO_IOC_FENCE_SIGNAL);
+			ring_words(c + 1, stream, seq);
+		}
+		break;
+	}
 }
 
 /*
  * One batch through the ring: the records are built in the shared slots
- * (no staging copy, as a ring's user would), one enter runs them, the
- * results are read where they are. The free round takes the handles the
- * alloc round left in the slots.
+ * (no staging copy, as a ring's user would), one enter runs them; its
+ * return value says none failed (ring_enter()), and what a command
+ * returns is read where it is: the free round takes the handles the
+ * alloc round left in their slots.
  */
 static int run_ring(struct bench_run *run, struct ovh *s, int round)
 {
-	unsigned int i, n = 0, t0 = s->rtail, mask = s->rhdr->mask;
+	unsigned int mask = s->rhdr->mask, t0 = s->rtail;
+	unsigned int n = s->kind == K_FENCE ? 2 * s->batch : s->batch;
+	unsigned int at = t0 & mask, len1 = n < mask + 1 - at ? n : mask + 1 - at;
 	int err;
 
-	for (i = 0; i < s->batch; i++) {
-		struct tio_cmd *c;
-		__u64 *w;
-
-		switch (s->kind) {
-		case K_INFO:
-			c = ring_slot(s, n++, TIO_IOC_INFO);
-			w = (__u64 *)c->payload.bytes;
-			w[0] = w[1] = w[2] = w[3] = w[4] = w[5] = 0;
-			break;
-		case K_BUF:
-			if (!round) {
-				c = ring_slot(s, n++, TIO_IOC_BUF_ALLOC);
-				w = (__u64 *)c->payload.bytes;
-				w[0] = 4096;
-				w[1] = w[2] = w[3] = w[4] = w[5] = 0;
-			} else {
-				__u32 h = s->handles[i];
-
-				c = ring_slot(s, n++, TIO_IOC_BUF_FREE);
-				w = (__u64 *)c->payload.bytes;
-				w[0] = h;
-				w[1] = w[2] = w[3] = w[4] = w[5] = 0;
-			}
-			break;
-		case K_FENCE:
-			c = ring_slot(s, n++, TIO_IOC_FENCE_EMIT);
-			w = (__u64 *)c->payload.bytes;
-			w[0] = s->stream;
-			w[1] = w[2] = w[3] = w[4] = w[5] = 0;
-			c = ring_slot(s, n++, TIO_IOC_FENCE_SIGNAL);
-			w = (__u64 *)c->payload.bytes;
-			w[0] = s->stream;
-			w[1] = s->next_seq + i;
-			w[2] = w[3] = w[4] = w[5] = 0;
-			break;
-		}
-	}
+	ring_fill(s, round, &s->rcmds[at], 0, len1);
+	if (n > len1)
+		ring_fill(s, round, s->rcmds, len1, n - len1);
 	s->rtail = t0 + n;
 	__atomic_store_n(&s->rhdr->tail, s->rtail, __ATOMIC_RELEASE);
 	err = ring_enter(run, s, n);
 	if (err)
 		return err;
-	for (i = 0; i < n; i++) {
-		const struct tio_cmd *c = &s->rcmds[(t0 + i) & mask];
-
-		if (c->result)
-			return bench_fail(run, -c->result, "ring record %u (op 0x%x)",
-					  i, c->op);
-	}
-	if (s->kind == K_BUF && !round)
-		for (i = 0; i < n; i++)
-			s->handles[i] = ((const struct tio_buf_alloc *)
-					 s->rcmds[(t0 + i) & mask].payload.bytes)->handle;
 	if (s->kind == K_FENCE) {
 		const struct tio_cmd *c = &s->rcmds[(t0 + n - 2) & mask];
 		__u64 got = ((const struct tio_fence_emit *)c->payload.bytes)->seqno;

@@ -43,7 +43,21 @@ struct tio_cmd_stats {
 
 DECLARE_PER_CPU(struct tio_cmd_stats, tio_stats);
 
-/* INFO is here, inline: the ring runs it in its loop. */
+/*
+ * INFO is here, inline: the ring runs it in its loop (in the slot:
+ * tio_ring_info()). The TIO_FEAT_* bits it reports, a constant:
+ */
+static __always_inline u64 tio_info_features(void)
+{
+	u64 features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER | TIO_FEAT_DMABUF |
+		       TIO_FEAT_SUBMIT | TIO_FEAT_STREAMS | TIO_FEAT_SYNC_FILE |
+		       TIO_FEAT_DMA_RESV | TIO_FEAT_RING;
+
+	if (IS_ENABLED(CONFIG_IO_URING))
+		features |= TIO_FEAT_URING_CMD | TIO_FEAT_ASYNC_WAIT;
+	return features;
+}
+
 /**
  * tio_cmd_info() - TIO_IOC_INFO: driver version, features and limits
  * @tf: the calling file
@@ -57,20 +71,14 @@ static inline int tio_cmd_info(struct tio_file *tf, void *data,
 {
 	struct tio_info *info = data;
 
-	u64 features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER | TIO_FEAT_DMABUF |
-		       TIO_FEAT_SUBMIT | TIO_FEAT_STREAMS | TIO_FEAT_SYNC_FILE |
-		       TIO_FEAT_DMA_RESV | TIO_FEAT_RING;
-
 	if (info->flags || info->pad)
 		return -EINVAL;
-	if (IS_ENABLED(CONFIG_IO_URING))
-		features |= TIO_FEAT_URING_CMD | TIO_FEAT_ASYNC_WAIT;
 	/*
 	 * Field by field: flags and pad are already zero, and a compound
 	 * literal would clear the whole structure first.
 	 */
 	info->version = TIO_UAPI_VERSION;
-	info->features = features;
+	info->features = tio_info_features();
 	info->max_buf_size = READ_ONCE(tio_max_buf_size);
 	info->max_pinned = READ_ONCE(tio_max_pinned);
 	info->pinned = atomic64_read(&tio_pinned_total);

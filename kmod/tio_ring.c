@@ -12,11 +12,22 @@
  * enter (acquire) and refused unless 0..entries records ahead of head; the
  * head word userspace sees must still be the kernel's (else the enter is
  * refused and the word restored), so a rewound or skipped head never runs
- * a record twice or skips one. Each record is read once, word by word with
- * READ_ONCE(), into a stack copy that is the only thing checked and run: a
- * thread rewriting records meanwhile changes which command runs, never
- * what a checked command sees (no double fetch). Results are written back
- * into the slot; a racing writer may overwrite them, which only it sees.
+ * a record twice or skips one.
+ *
+ * No double fetch: every word of a slot the kernel uses is read exactly
+ * once, with READ_ONCE(), and only the value read is checked and used.
+ *  - The header words (op and flags; result and pad) go to a stack copy
+ *    first; the copy's op, flags and pad decide the path.
+ *  - INFO with zero flags and pad runs in its slot (tio_ring_info()): of
+ *    its payload only the two inputs, flags and pad, are read, once each;
+ *    its outputs are written with WRITE_ONCE() and never read back.
+ *  - Every other record (and an INFO whose header fails, or with handler
+ *    timing on) has its six payload words read once into the stack copy,
+ *    which is all that is checked and run; its result and returned
+ *    payload are written back into the slot.
+ * A thread rewriting records meanwhile changes which command runs, never
+ * what a checked command sees. A racing writer may overwrite results or
+ * an INFO's zero inputs after the check, which only it sees.
  *
  * Locking: ring->lock serialises enters (ioctl, uring_cmd, forked
  * children sharing the file), which own head. A non-blocking io_uring
@@ -192,25 +203,78 @@ void tio_ring_release(struct tio_file *tf)
 }
 
 /*
- * The slot's record into the kernel's copy, each of its eight words read
- * exactly once (READ_ONCE(), unrolled: a loop costs as much again in
- * counting). Only the copy is checked and run.
+ * A slot's header words (op and flags; result and pad) into the kernel's
+ * copy, each read exactly once.
  */
-static __always_inline void tio_ring_read(struct tio_cmd *dst,
-					  const struct tio_cmd *slot)
+static __always_inline void tio_ring_read_hdr(struct tio_cmd *dst,
+					      const struct tio_cmd *slot)
 {
 	const u64 *src = (const u64 *)slot;
 	u64 *d = (u64 *)dst;
 
 	BUILD_BUG_ON(sizeof(*dst) != 8 * sizeof(u64));
+	BUILD_BUG_ON(offsetof(struct tio_cmd, payload) != 2 * sizeof(u64));
 	d[0] = READ_ONCE(src[0]);
 	d[1] = READ_ONCE(src[1]);
+}
+
+/*
+ * The payload's six words into the copy, each read exactly once
+ * (unrolled: a loop costs as much again in counting).
+ */
+static __always_inline void tio_ring_read_payload(struct tio_cmd *dst,
+						  const struct tio_cmd *slot)
+{
+	const u64 *src = (const u64 *)slot;
+	u64 *d = (u64 *)dst;
+
 	d[2] = READ_ONCE(src[2]);
 	d[3] = READ_ONCE(src[3]);
 	d[4] = READ_ONCE(src[4]);
 	d[5] = READ_ONCE(src[5]);
 	d[6] = READ_ONCE(src[6]);
 	d[7] = READ_ONCE(src[7]);
+}
+
+/* The whole record, for the non-blocking enter's scan. */
+static __always_inline void tio_ring_read(struct tio_cmd *dst,
+					  const struct tio_cmd *slot)
+{
+	tio_ring_read_hdr(dst, slot);
+	tio_ring_read_payload(dst, slot);
+}
+
+/*
+ * INFO, its header already checked, run in the slot: its two input
+ * fields (flags and pad, which must be zero) are each read once, its
+ * outputs written with WRITE_ONCE() and nothing of them read back, so
+ * no value is fetched twice. The same result, statistics and
+ * tracepoints as tio_record_hot() on a copy; a failed INFO leaves the
+ * payload as it was.
+ */
+static __always_inline int tio_ring_info(struct tio_file *tf,
+					 struct tio_cmd *slot)
+{
+	struct tio_info *info = (struct tio_info *)slot->payload.bytes;
+	const unsigned int nr = _IOC_NR(TIO_IOC_INFO);
+	int ret = 0;
+
+	trace_tio_cmd_enter(tf, nr);
+	this_cpu_inc(tio_stats.op[nr].calls);
+	if (unlikely(READ_ONCE(info->flags) | READ_ONCE(info->pad))) {
+		this_cpu_inc(tio_stats.op[nr].errors);
+		ret = -EINVAL;
+	} else {
+		WRITE_ONCE(info->version, TIO_UAPI_VERSION);
+		WRITE_ONCE(info->features, tio_info_features());
+		WRITE_ONCE(info->max_buf_size, READ_ONCE(tio_max_buf_size));
+		WRITE_ONCE(info->max_pinned, READ_ONCE(tio_max_pinned));
+		WRITE_ONCE(info->pinned, atomic64_read(&tio_pinned_total));
+		WRITE_ONCE(info->max_submit, TIO_MAX_SUBMIT);
+	}
+	WRITE_ONCE(slot->result, ret);
+	trace_tio_cmd_exit(tf, nr, ret);
+	return ret;
 }
 
 /* A record's result and the @out bytes of its payload back into its slot. */
@@ -240,9 +304,10 @@ static __always_inline void tio_ring_write(struct tio_cmd *slot,
 }
 
 /*
- * Run @n records from @head, each read once into a stack copy, its result
- * and payload written back into its slot; @nonblock a constant, so that
- * the blocking path's loop has no test for it. Return: records consumed
+ * Run @n records from @head, each word read once (INFO in its slot, the
+ * others from a stack copy), results and payloads written back into their
+ * slots; @nonblock a constant, so that the blocking path's loop has no
+ * test for it. Return: records consumed
  * (all @n, or up to the first failure without @cont); *@failed counts
  * the failed ones.
  */
@@ -258,18 +323,24 @@ tio_ring_run(struct tio_file *tf, struct tio_ring *ring, u32 head, u32 n,
 	int ret;
 
 	for (i = 0; i < n;) {
-		tio_ring_read(&rec, slot);
+		tio_ring_read_hdr(&rec, slot);
 		i++;
-		/* Rewritten since the scan: not run in this context. */
-		if (nonblock && unlikely(tio_record_may_block(&rec))) {
-			out = 0;
-			ret = -EAGAIN;
+		if (rec.op == TIO_IOC_INFO && likely(!(rec.flags | rec.pad)) &&
+		    !static_branch_unlikely(&tio_stats_timing)) {
+			ret = tio_ring_info(tf, slot);
 		} else {
-			ret = tio_record_run_fast(tf, &rec, call, &out);
+			tio_ring_read_payload(&rec, slot);
+			/* Rewritten since the scan: not run in this context. */
+			if (nonblock && unlikely(tio_record_may_block(&rec))) {
+				out = 0;
+				ret = -EAGAIN;
+			} else {
+				ret = tio_record_run_fast(tf, &rec, call, &out);
+			}
+			if (unlikely(ret < 0))
+				ret = tio_user_errno(ret);
+			tio_ring_write(slot, &rec, out, ret);
 		}
-		if (unlikely(ret < 0))
-			ret = tio_user_errno(ret);
-		tio_ring_write(slot, &rec, out, ret);
 		if (unlikely(ret < 0)) {
 			(*failed)++;
 			if (!cont)

@@ -3,7 +3,8 @@
  * The command ring (TIO_IOC_RING_SETUP, TIO_IOC_RING_ENTER by ioctl and
  * by uring_cmd): results in place, wrap-around, a full ring, head and tail
  * moved wrongly by userspace (refused, nothing run twice), records
- * rewritten by another thread while the kernel runs them, both entry forms
+ * rewritten by another thread while the kernel runs them, INFO run in its
+ * slot (junk outputs overwritten, bad inputs refused), both entry forms
  * in turn, close and exit with records outstanding, fork, and the pinned
  * charge of its pages.
  */
@@ -327,6 +328,103 @@ TEST_F(ring, failures)
 	EXPECT_EQ(0, self->r.cmds[7].result);
 }
 
+#define TIO_DBG "/sys/kernel/debug/tensorio/"
+
+/* INFO's calls and errors in debugfs tensorio/commands (-1: none). */
+static void info_counts(long long *calls, long long *errors)
+{
+	*calls = tio_dbg_read_col(TIO_DBG "commands", "INFO", 0);
+	*errors = tio_dbg_read_col(TIO_DBG "commands", "INFO", 1);
+}
+
+/* Handler timing on or off (debugfs tensorio/timing): 0 or -1. */
+static int set_timing(bool on)
+{
+	int fd = open(TIO_DBG "timing", O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && write(fd, on ? "1" : "0", 1) == 1;
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * Four INFO records: one whose output fields hold junk (they are output
+ * only: overwritten), then flags, the payload's pad and the record's
+ * flags non-zero (-EINVAL, payload left as written). INFO runs in its
+ * slot; with handler timing on it runs from a copy: the same results.
+ */
+static void info_records(struct __test_metadata *_metadata, int fd,
+			 struct io_uring *u, struct ring *r)
+{
+	struct tio_info want = { 0 }, junk, got;
+	unsigned int i, done;
+
+	ASSERT_EQ(0, ioctl(fd, TIO_IOC_INFO, &want));
+	memset(&junk, 0xa5, sizeof(junk));
+	junk.flags = 0;
+	junk.pad = 0;
+	ring_put(r, TIO_IOC_INFO, &junk, sizeof(junk));
+	junk.flags = 1;
+	ring_put(r, TIO_IOC_INFO, &junk, sizeof(junk));
+	junk.flags = 0;
+	junk.pad = 1;
+	ring_put(r, TIO_IOC_INFO, &junk, sizeof(junk));
+	junk.pad = 0;
+	ring_put(r, TIO_IOC_INFO, &junk, sizeof(junk))->flags = 1;
+	ring_publish(r);
+	EXPECT_EQ(3, enter(fd, u, TIO_SUBMIT_F_CONTINUE, &done));
+	EXPECT_EQ(4, done);
+	for (i = 0; i < 4; i++) {
+		struct tio_cmd *c = &r->cmds[(r->tail - 4 + i) & (r->entries - 1)];
+
+		memcpy(&got, c->payload.bytes, sizeof(got));
+		EXPECT_EQ(i ? -EINVAL : 0, c->result);
+		if (!i) {
+			EXPECT_EQ(want.version, got.version);
+			EXPECT_EQ(want.features, got.features);
+			EXPECT_EQ(want.max_buf_size, got.max_buf_size);
+			EXPECT_EQ(want.max_pinned, got.max_pinned);
+			EXPECT_EQ(want.max_submit, got.max_submit);
+			EXPECT_EQ(0, got.flags);
+			EXPECT_EQ(0, got.pad);
+		} else {
+			EXPECT_EQ(0xa5a5a5a5u, got.version);
+			EXPECT_EQ(0xa5a5a5a5a5a5a5a5ull, got.features);
+			EXPECT_EQ(0xa5a5a5a5u, got.max_submit);
+		}
+	}
+}
+
+/*
+ * INFO records: outputs written in place over junk, bad inputs refused
+ * with the payload untouched, and counted in the statistics as by ioctl
+ * (the record's own bad flags fail before the command: not counted).
+ */
+TEST_F(ring, info_in_place)
+{
+	long long calls0, errors0, calls, errors;
+	bool dbg = !access(TIO_DBG "timing", W_OK);
+
+	ASSERT_EQ(0, ring_map(self->fd, 8, &self->r));
+	info_counts(&calls0, &errors0);
+	info_records(_metadata, self->fd, self->u, &self->r);
+	info_counts(&calls, &errors);
+	if (calls0 >= 0) {
+		EXPECT_EQ(calls0 + 4, calls);	/* one by ioctl */
+		EXPECT_EQ(errors0 + 2, errors);
+	}
+	if (!dbg)
+		return;
+	/* Timed, from the copy: the same results and counts. */
+	ASSERT_EQ(0, set_timing(true));
+	info_records(_metadata, self->fd, self->u, &self->r);
+	ASSERT_EQ(0, set_timing(false));
+	info_counts(&calls0, &errors0);
+	EXPECT_EQ(calls + 4, calls0);
+	EXPECT_EQ(errors + 2, errors0);
+}
+
 /* Buffers made through the ring: alloc, info, free, all in place. */
 TEST_F(ring, buffers)
 {
@@ -446,7 +544,7 @@ static void *rewriter(void *p)
 		x = x * 1103515245u + 12345u;
 		c = &a->r->cmds[(x >> 8) & (a->r->entries - 1)];
 		x = x * 1103515245u + 12345u;
-		switch ((x >> 16) & 3) {
+		switch ((x >> 16) % 5) {
 		case 0:
 			__atomic_store_n(&c->op, ops[(x >> 4) % 12], __ATOMIC_RELAXED);
 			break;
@@ -460,6 +558,11 @@ static void *rewriter(void *p)
 			/* Small sizes and handles: likely to be valid. */
 			__atomic_store_n((__u64 *)c->payload.bytes,
 					 (x >> 20) & 0x3fff, __ATOMIC_RELAXED);
+			break;
+		case 3:
+			/* Any one field 0 or 1: INFO's flags and pad too. */
+			__atomic_store_n((__u32 *)c + ((x >> 4) & 15),
+					 (x >> 9) & 1, __ATOMIC_RELAXED);
 			break;
 		default:
 			__atomic_store_n(&c->flags, x & 1, __ATOMIC_RELAXED);

@@ -79,21 +79,32 @@ static inline int tio_uring_submit(struct io_uring *ring, int fd, bool fixed,
 	return io_uring_submit(ring) >= 1 ? 0 : -EIO;
 }
 
-/* A value from a debugfs stats file, or -1. */
-static inline long long tio_dbg_read(const char *path, const char *key)
+/*
+ * Column @col (0: the first) of the numbers after @key in a debugfs file
+ * of "key n0 n1 ..." lines, or -1.
+ */
+static inline long long tio_dbg_read_col(const char *path, const char *key,
+					 int col)
 {
-	char line[128], name[64];
-	long long val, ret = -1;
+	char line[160], name[64];
+	long long val[4], ret = -1;
 	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%63s %lld", name, &val) == 2 &&
+		if (sscanf(line, "%63s %lld %lld %lld %lld", name, &val[0],
+			   &val[1], &val[2], &val[3]) > col + 1 &&
 		    !strcmp(name, key))
-			ret = val;
+			ret = val[col];
 	fclose(f);
 	return ret;
+}
+
+/* A value from a debugfs stats file, or -1. */
+static inline long long tio_dbg_read(const char *path, const char *key)
+{
+	return tio_dbg_read_col(path, key, 0);
 }
 
 /* Module-wide: other tests' rings may still be tearing down. */
