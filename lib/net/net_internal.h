@@ -3,9 +3,9 @@
  * libtensorio-net's internals (it uses libtensorio's public API only): a
  * worker owns a UCP context and worker and a progress thread; every UCP
  * call is made under the worker's mutex
- * (UCS_THREAD_MODE_SERIALIZED). Operations in flight are counted; while
- * any is, the progress thread spins on ucp_worker_progress(), otherwise it
- * sleeps. Transfers that signal a stream point complete in issue order.
+ * (UCS_THREAD_MODE_SERIALIZED). Operations in flight are counted. The
+ * progress thread spins on ucp_worker_progress() a while after the last
+ * progress, then sleeps on the worker's event fd (worker.c). Transfers that signal a stream point complete in issue order.
  */
 #ifndef TIO_NET_INTERNAL_H
 #define TIO_NET_INTERNAL_H
@@ -42,9 +42,11 @@ struct tio_net_worker {
 	ucp_context_h ctx;
 	ucp_worker_h worker;
 	pthread_mutex_t lock;
-	pthread_cond_t work;		/* to the progress thread */
 	pthread_cond_t done;		/* from it, to waiters */
 	pthread_t thread;
+	int efd;			/* the UCP worker's event fd, or -1 */
+	int wake;			/* eventfd: new work or stop, to the thread */
+	bool sleeping;			/* the thread waits in poll() */
 	bool stop;
 	unsigned int inflight;
 	struct tio_net_op *head, *tail;	/* stream ops in issue order */
@@ -91,6 +93,7 @@ int tio_net_op_wait(tio_net_worker_t *w, struct tio_net_op *op, int64_t timeout_
 void tio_net_req_cb(void *req, ucs_status_t st, void *user);
 void tio_net_free_cb(void *req, ucs_status_t st, void *user);
 void tio_net_op_orphan(tio_net_worker_t *w, struct tio_net_op *op);
+void tio_net_kick(tio_net_worker_t *w);
 void tio_net_ep_cancel_ops(tio_net_worker_t *w, tio_net_ep_t *ep);
 void tio_net_worker_free(tio_net_worker_t *w);
 

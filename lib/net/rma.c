@@ -91,7 +91,7 @@ static int tio_net_rma(bool put, tio_net_ep_t *ep, tio_net_mem_t *local,
 		}
 		if (req) {
 			w->inflight++;
-			pthread_cond_signal(&w->work);
+			tio_net_kick(w);
 		}
 		req = ucp_ep_flush_nbx(ep->ep, &rp);
 	} else {

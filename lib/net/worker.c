@@ -4,11 +4,15 @@
  * operations in flight (net_internal.h has the model).
  */
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <sys/eventfd.h>
 
 #include "net_internal.h"
 
@@ -141,43 +145,90 @@ static void tio_net_expire(tio_net_worker_t *w)
 
 /*
  * The peer's one-sided operations and wire-up need this side to progress
- * too, so the thread never stops: it spins while work is in flight or
- * arrived lately, then naps a millisecond at a time (woken early by new
- * local work).
+ * too, so the thread never stops; but it does not spin. Once progress
+ * finds nothing it arms the worker (ucp_worker_arm()) and sleeps in poll()
+ * on the worker's event fd and on @w->wake (new local work, stop). A
+ * spinning thread takes CPU time from whatever it waits for that runs on
+ * the same CPUs (soft-RoCE's kernel work, a shared-memory peer: docs/net.md).
+ * Arming fails while events wait to be progressed, and UCX 1.13 keeps
+ * failing it towards a dead shared-memory peer: after TIO_NET_BUSY_ROUNDS
+ * such rounds the thread naps unarmed for TIO_NET_NAP_MS, as it does where
+ * the worker has no event fd. An armed sleep ends by TIO_NET_ARMED_MS at the
+ * latest, or at the next stream op's deadline (tio_net_expire).
  */
-#define TIO_NET_SPIN 2000	/* idle rounds before napping */
+#define TIO_NET_BUSY_ROUNDS 100
+#define TIO_NET_NAP_MS 1
+#define TIO_NET_ARMED_MS 100
+
+/* How long an armed sleep may last: ms. Lock held. */
+static int tio_net_poll_ms(tio_net_worker_t *w)
+{
+	const int max = TIO_NET_ARMED_MS;
+	struct tio_net_op *op;
+	int64_t left;
+
+	for (op = w->head; op && (op->done || !op->deadline); op = op->next)
+		;
+	if (!op)
+		return max;
+	left = (op->deadline - tio_net_now() + 999999) / 1000000;
+	return left < 0 ? 0 : left < max ? (int)left : max;
+}
+
+/* Empty @w->wake (nonblocking). */
+static void tio_net_drain(tio_net_worker_t *w)
+{
+	uint64_t v;
+
+	if (read(w->wake, &v, sizeof(v)) < 0)
+		v = 0;	/* it was empty (EAGAIN) */
+}
+
+/* Wake the progress thread if it sleeps. Lock held. */
+void tio_net_kick(tio_net_worker_t *w)
+{
+	uint64_t one = 1;
+
+	if (!w->sleeping)
+		return;
+	w->sleeping = false;
+	if (write(w->wake, &one, sizeof(one)) < 0)
+		return;	/* a full counter: it wakes anyway */
+}
 
 static void *tio_net_progress(void *arg)
 {
 	tio_net_worker_t *w = arg;
-	unsigned int idle = 0;
-	struct timespec ts;
+	struct pollfd pfd[2] = {
+		{ .fd = w->wake, .events = POLLIN },
+		{ .fd = w->efd, .events = POLLIN },
+	};
+	unsigned int busy = 0;
+	bool armed;
+	int ms;
 
 	pthread_mutex_lock(&w->lock);
 	while (!w->stop) {
-		if (ucp_worker_progress(w->worker)) {
-			while (ucp_worker_progress(w->worker))
-				;
-			idle = 0;
-		}
+		while (ucp_worker_progress(w->worker))
+			;
 		tio_net_complete(w);
 		if (w->head)
 			tio_net_expire(w);
-		if (w->inflight || ++idle < TIO_NET_SPIN) {
+		armed = w->efd >= 0 && ucp_worker_arm(w->worker) == UCS_OK;
+		if (!armed && busy++ < TIO_NET_BUSY_ROUNDS) {
 			pthread_mutex_unlock(&w->lock);
 			sched_yield();
 			pthread_mutex_lock(&w->lock);
 			continue;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&w->work, &w->lock, &ts);
-		if (w->inflight)
-			idle = 0;
+		busy = 0;
+		ms = armed ? tio_net_poll_ms(w) : TIO_NET_NAP_MS;
+		w->sleeping = true;
+		pthread_mutex_unlock(&w->lock);
+		poll(pfd, armed ? 2 : 1, ms);
+		tio_net_drain(w);
+		pthread_mutex_lock(&w->lock);
+		w->sleeping = false;
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -252,7 +303,7 @@ void tio_net_op_track(tio_net_worker_t *w, struct tio_net_op *op, ucs_status_ptr
 	}
 	op->req = req;
 	w->inflight++;
-	pthread_cond_signal(&w->work);
+	tio_net_kick(w);
 }
 
 /* Wait for a sync op (no stream; the caller frees it): its status. Lock held. */
@@ -306,7 +357,7 @@ int tio_net_worker_create(tio_net_worker_t **out)
 {
 	ucp_params_t cp = {
 		.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED,
-		.features = UCP_FEATURE_RMA | UCP_FEATURE_TAG,
+		.features = UCP_FEATURE_RMA | UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP,
 		.mt_workers_shared = 0,
 	};
 	ucp_worker_params_t wp = {
@@ -336,21 +387,30 @@ int tio_net_worker_create(tio_net_worker_t **out)
 				      ucs_status_string(st));
 		goto err_ctx;
 	}
+	/* Without an event fd (no transport has events) the thread naps. */
+	if (ucp_worker_get_efd(w->worker, &w->efd) != UCS_OK)
+		w->efd = -1;
+	w->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->wake < 0) {
+		ret = tio_raise_errno(errno, "net: an eventfd for the progress thread");
+		goto err_worker;
+	}
 	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->work, NULL);
 	pthread_cond_init(&w->done, NULL);
 	ret = pthread_create(&w->thread, NULL, tio_net_progress, w);
 	if (ret) {
 		ret = tio_raise_errno(ret, "net: starting the progress thread");
-		goto err_worker;
+		goto err_thread;
 	}
+	pthread_setname_np(w->thread, "tio-net");	/* for ps and the tests */
 	*out = w;
 	return 0;
 
-err_worker:
+err_thread:
 	pthread_cond_destroy(&w->done);
-	pthread_cond_destroy(&w->work);
 	pthread_mutex_destroy(&w->lock);
+	close(w->wake);
+err_worker:
 	ucp_worker_destroy(w->worker);
 err_ctx:
 	ucp_cleanup(w->ctx);
@@ -387,7 +447,7 @@ void tio_net_worker_destroy(tio_net_worker_t *w)
 			;
 	}
 	w->stop = true;
-	pthread_cond_signal(&w->work);
+	tio_net_kick(w);
 	pthread_mutex_unlock(&w->lock);
 	pthread_join(w->thread, NULL);
 	ucp_worker_destroy(w->worker);	/* may complete orphans */
@@ -407,8 +467,8 @@ void tio_net_worker_destroy(tio_net_worker_t *w)
 /* The rest of a destroyed worker, once no memory is mapped in its context. */
 void tio_net_worker_free(tio_net_worker_t *w)
 {
+	close(w->wake);
 	pthread_cond_destroy(&w->done);
-	pthread_cond_destroy(&w->work);
 	pthread_mutex_destroy(&w->lock);
 	ucp_cleanup(w->ctx);
 	free(w);

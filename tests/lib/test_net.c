@@ -388,6 +388,85 @@ TEST_F(net, completion_signals_stream_point)
 }
 
 /*
+ * Whether the worker's progress thread ("tio-net") sleeps in poll() on
+ * the worker's event fd: up to 2000 looks 1 ms apart (a bound by count).
+ */
+static bool progress_thread_polls(void)
+{
+	char path[300], buf[64];
+	struct dirent *d;
+	DIR *dir;
+	FILE *f;
+	int i;
+
+	for (i = 0; i < 2000; i++) {
+		dir = opendir("/proc/self/task");
+		while (dir && (d = readdir(dir))) {
+			snprintf(path, sizeof(path), "/proc/self/task/%s/comm", d->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			buf[0] = 0;
+			if (!fgets(buf, sizeof(buf), f))
+				buf[0] = 0;
+			fclose(f);
+			if (strcmp(buf, "tio-net\n"))
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%s/wchan", d->d_name);
+			f = fopen(path, "r");
+			buf[0] = 0;
+			if (f && !fgets(buf, sizeof(buf), f))
+				buf[0] = 0;
+			if (f)
+				fclose(f);
+			if (strstr(buf, "poll")) {
+				closedir(dir);
+				return true;
+			}
+		}
+		if (dir)
+			closedir(dir);
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * A transfer waits without spinning: with the peer stopped, a get is left
+ * in flight (over TCP and onto registered memory its peer serves it) and
+ * the progress thread sleeps in poll() on the worker's event fd; once the
+ * peer continues, the get completes and signals its point.
+ */
+TEST_F(net, progress_thread_sleeps_while_waiting)
+{
+	struct tio_desc got;
+	tio_net_rkey_t *rk;
+	tio_net_mem_t *m;
+	tio_stream_t *s;
+	tio_buffer_t *b;
+	uint64_t sq;
+	int status = 1;
+	bool polls;
+
+	if (!self->w)
+		return;	/* skipped */
+	ASSERT_OK(tio_net_recv_desc(self->ep, TAG_DESC, 10000000000LL, &got, &rk));
+	ASSERT_OK(mem_new(self->w, variant->alloc, NBYTES, &b, &m));
+	ASSERT_OK(tio_stream_create(&s));
+	ASSERT_OK(kill(self->child, SIGSTOP));
+	ASSERT_OK(tio_net_get(self->ep, m, 0, rk, 0, NBYTES, s, &sq));
+	polls = progress_thread_polls();
+	ASSERT_OK(kill(self->child, SIGCONT));
+	EXPECT_TRUE(polls);
+	ASSERT_OK(tio_fence_wait(s, sq, 30000000000LL, &status));
+	EXPECT_EQ(0, status);
+	EXPECT_EQ(0, check(tio_buffer_data(b), 0, NBYTES, 1));
+	tio_stream_decref(s);
+	tio_net_rkey_destroy(rk);
+	mem_free(variant->alloc, b, m);
+}
+
+/*
  * The descriptor is already here when the receive is posted (the child
  * sent it at once; 300 ms is ample for the progress thread to take it in):
  * UCX 1.13 completes such a receive at once without reporting its length,
