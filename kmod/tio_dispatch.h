@@ -211,7 +211,7 @@ static __always_inline int tio_record_run_fast(struct tio_file *tf,
  * once.
  */
 
-/* Six words: tio_words_in/out() and tio_cmd_inline() are unrolled. */
+/* Six words: tio_words_in/out() and tio_uring_inline() are unrolled. */
 static_assert(TIO_CMD_PAYLOAD == 6 * sizeof(u64));
 
 /* Word @i of a payload of @size bytes, when there is one (unrolled). */

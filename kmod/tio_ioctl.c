@@ -599,65 +599,6 @@ long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
 }
 
 /**
- * tio_cmd_inline() - run one command whose payload came in the SQE
- * @tf: the file
- * @cmd: a TIO_IOC_* number, of any size up to TIO_CMD_PAYLOAD
- * @payload: the SQE's payload bytes (shared memory: read once here)
- * @uout: 0, or where to write the returned payload
- * @nonblock: io_uring's IO_URING_F_NONBLOCK issue
- * @res2: set to bytes 8..15 of the returned payload (0 when none)
- *
- * The payload follows a record's rules (tio_record_run_fast()); fds the
- * command created are installed only after they reached @uout.
- *
- * Return: as tio_cmd_user(); -EINVAL for a nested command or a command
- * that returns an fd without @uout.
- */
-long tio_cmd_inline(struct tio_file *tf, unsigned int cmd, const void *payload,
-		    u64 uout, bool nonblock, u64 *res2)
-{
-	const u64 *src = payload;
-	u64 *w;
-	struct tio_call call;
-	struct tio_cmd rec;
-	unsigned int out;
-	long ret;
-
-	*res2 = 0;
-	rec.op = cmd;
-	rec.flags = 0;
-	rec.result = 0;
-	rec.pad = 0;
-	/* Unrolled: a loop costs as much again in counting. */
-	w = (u64 *)rec.payload.bytes;
-	w[0] = READ_ONCE(src[0]);
-	w[1] = READ_ONCE(src[1]);
-	w[2] = READ_ONCE(src[2]);
-	w[3] = READ_ONCE(src[3]);
-	w[4] = READ_ONCE(src[4]);
-	w[5] = READ_ONCE(src[5]);
-	/* The hot commands never block (tio_record_run_fast()). */
-	if (nonblock && !tio_cmd_hot(cmd) && tio_record_may_block(&rec))
-		return -EAGAIN;
-	tio_call_init(&call, nonblock);
-	/* The hot commands directly, as the ring runs them. */
-	ret = tio_record_run_fast(tf, &rec, &call, &out);
-	if (ret >= 0 && out && uout &&
-	    copy_to_user(u64_to_user_ptr(uout), rec.payload.bytes, out))
-		ret = -EFAULT;
-	if (ret >= 0 && call.n && !uout)
-		ret = -EINVAL;		/* an fd nobody would learn */
-	if (ret >= 0) {
-		tio_call_install_fds(&call);
-		if (out >= 2 * sizeof(u64))
-			*res2 = ((u64 *)rec.payload.bytes)[1];
-	} else {
-		tio_call_abort_fds(&call);
-	}
-	return ret;
-}
-
-/**
  * tio_cmd_kernel() - the kernel's number for a caller's command number
  * @cmd: a TIO_IOC_* number, of any size
  *

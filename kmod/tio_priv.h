@@ -207,8 +207,6 @@ bool tio_record_may_block(const struct tio_cmd *rec);
 long tio_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
 		  bool nonblock);
-long tio_cmd_inline(struct tio_file *tf, unsigned int cmd, const void *payload,
-		    u64 uout, bool nonblock, u64 *res2);
 int tio_cmd_poll(struct tio_file *tf, unsigned int cmd, void *data);
 unsigned int tio_cmd_kernel(unsigned int cmd);
 int tio_cmd_copy_in(unsigned int cmd, void *kbuf, const void __user *uptr);

@@ -52,6 +52,7 @@
 #include <linux/uaccess.h>
 
 #include "tio_compat.h"
+#include "tio_dispatch.h"
 #include "tio_priv.h"
 #include "tio_trace.h"
 
@@ -300,55 +301,79 @@ static int tio_uring_cancel(struct io_uring_cmd *ioucmd)
 }
 
 /*
- * The payload in a 128-byte SQE (struct tio_uring_inline): read once from
- * the SQE, no user copy in; the result in res, bytes 8..15 of the returned
- * payload in res2 (CQE32 rings), the whole of it at result_ptr if given.
+ * The payload in a 128-byte SQE (struct tio_uring_inline), read once from
+ * the SQE (no user copy in) and run as a command ring record; the result
+ * in res, bytes 8..15 of the returned payload in res2 (CQE32 rings), the
+ * whole of it at result_ptr if given; fds the command created installed
+ * only after they reached result_ptr. A success completes at issue
+ * (tio_uring_cmd_complete()).
+ *
+ * Not inlined into tio_uring_cmd(): this path then sets up only its own
+ * frame, not the pointer form's.
  */
-static int tio_uring_inline(struct io_uring_cmd *ioucmd, struct tio_file *tf,
-			    const u64 *area, unsigned int issue_flags)
+static noinline int tio_uring_inline(struct io_uring_cmd *ioucmd,
+				     const u64 *area, unsigned int issue_flags)
 {
-	u64 res2;
-	long ret;
+	struct tio_file *tf = ioucmd->file->private_data;
+	bool nonblock = issue_flags & IO_URING_F_NONBLOCK;
+	const u64 *src = area + 2;
+	struct tio_call call;
+	struct tio_cmd rec;
+	unsigned int out;
+	u64 uout, res2 = 0;
+	u64 *w;
+	int ret;
 
 	if (!(issue_flags & IO_URING_F_SQE128))
 		return -EINVAL;
-	ret = tio_cmd_inline(tf, ioucmd->cmd_op, area + 2, READ_ONCE(area[0]),
-			     issue_flags & IO_URING_F_NONBLOCK, &res2);
+	uout = READ_ONCE(area[0]);
+	rec.op = ioucmd->cmd_op;
+	rec.flags = 0;
+	rec.result = 0;
+	rec.pad = 0;
+	/* Unrolled: a loop costs as much again in counting. */
+	w = (u64 *)rec.payload.bytes;
+	w[0] = READ_ONCE(src[0]);
+	w[1] = READ_ONCE(src[1]);
+	w[2] = READ_ONCE(src[2]);
+	w[3] = READ_ONCE(src[3]);
+	w[4] = READ_ONCE(src[4]);
+	w[5] = READ_ONCE(src[5]);
+	/* The hot commands never block (tio_record_run_fast()). */
+	if (nonblock && !tio_cmd_hot(rec.op) && tio_record_may_block(&rec))
+		return -EAGAIN;
+	tio_call_init(&call, nonblock);
+	ret = tio_record_run_fast(tf, &rec, &call, &out);
+	if (ret >= 0 && out && uout &&
+	    copy_to_user(u64_to_user_ptr(uout), rec.payload.bytes, out))
+		ret = -EFAULT;
+	if (ret >= 0 && call.n && !uout)
+		ret = -EINVAL;		/* an fd nobody would learn */
+	if (ret >= 0) {
+		tio_call_install_fds(&call);
+		if (out >= 2 * sizeof(u64))
+			res2 = w[1];
+	} else {
+		tio_call_abort_fds(&call);
+	}
 	ret = tio_user_errno(ret);
-	if (ret == -EAGAIN && (issue_flags & IO_URING_F_NONBLOCK))
+	if (!ret)
+		return tio_uring_cmd_complete(ioucmd, res2, issue_flags);
+	if (ret == -EAGAIN && nonblock)
 		return ret;
-	/* Posted here so that res2 travels (and as for SUBMIT, res > 0). */
+	/* Posted here as for SUBMIT: 6.1 cannot return res > 0. */
 	tio_uring_cmd_done(ioucmd, ret, res2, issue_flags);
 	return -EIOCBQUEUED;
 }
 
-/**
- * tio_uring_cmd() - file_operations.uring_cmd of /dev/tensorio
- * @ioucmd: the command: cmd_op is a TIO_IOC_* number, the first eight
- *	    bytes of sqe->cmd the payload's address, the next eight zero
- * @issue_flags: IO_URING_F_*
- *
- * Return: the command's result (the CQE's res), or -EIOCBQUEUED for a
- * parked wait, whose CQE comes when its fence signals, its timeout passes
- * or it is cancelled (-ECANCELED).
- */
-int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+/* The pointer form: the payload's user address in the SQE's first word. */
+static noinline int tio_uring_ptr(struct io_uring_cmd *ioucmd, const u64 *area,
+				  unsigned int issue_flags)
 {
 	struct tio_file *tf = ioucmd->file->private_data;
-	const u64 *area;
-	u64 flags;
-	void __user *uptr;
+	void __user *uptr = u64_to_user_ptr(READ_ONCE(area[0]));
 	long ret;
 
-	if (issue_flags & TIO_URING_F_CANCEL)
-		return tio_uring_cancel(ioucmd);
-	area = tio_uring_cmd_area(ioucmd);
-	flags = READ_ONCE(area[1]);
-	if (flags == TIO_URING_F_INLINE)
-		return tio_uring_inline(ioucmd, tf, area, issue_flags);
-	if (flags)
-		return -EINVAL;
-	uptr = u64_to_user_ptr(READ_ONCE(area[0]));
 	switch (tio_cmd_kernel(ioucmd->cmd_op)) {
 	case TIO_IOC_FENCE_WAIT:
 	case TIO_IOC_BUF_WAIT:
@@ -371,6 +396,33 @@ int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
 		return -EIOCBQUEUED;
 	}
 	return ret;
+}
+
+/**
+ * tio_uring_cmd() - file_operations.uring_cmd of /dev/tensorio
+ * @ioucmd: the command: cmd_op is a TIO_IOC_* number, the first eight
+ *	    bytes of sqe->cmd the payload's address, the next eight zero
+ * @issue_flags: IO_URING_F_*
+ *
+ * Return: the command's result (the CQE's res), or -EIOCBQUEUED for a
+ * parked wait, whose CQE comes when its fence signals, its timeout passes
+ * or it is cancelled (-ECANCELED).
+ */
+int tio_uring_cmd(struct io_uring_cmd *ioucmd, unsigned int issue_flags)
+{
+	const u64 *area;
+
+	if (issue_flags & TIO_URING_F_CANCEL)
+		return tio_uring_cancel(ioucmd);
+	area = tio_uring_cmd_area(ioucmd);
+	switch (READ_ONCE(area[1])) {
+	case TIO_URING_F_INLINE:
+		return tio_uring_inline(ioucmd, area, issue_flags);
+	case 0:
+		return tio_uring_ptr(ioucmd, area, issue_flags);
+	default:
+		return -EINVAL;
+	}
 }
 
 /**
