@@ -388,10 +388,11 @@ static noinline int tio_uring_inline(struct io_uring_cmd *ioucmd,
 		return -EAGAIN;
 	tio_call_init(&call, nonblock);
 	ret = tio_record_run_fast(tf, &rec, &call, &out);
+	/* Whole words (every hot command's size) without copy_to_user(). */
 	if (ret >= 0 && out && uout &&
-	    (out == TIO_CMD_PAYLOAD ?
-	     !tio_words_out(u64_to_user_ptr(uout), w, TIO_CMD_PAYLOAD) :
-	     copy_to_user(u64_to_user_ptr(uout), w, out)))
+	    (out % sizeof(u64) ?
+	     copy_to_user(u64_to_user_ptr(uout), w, out) :
+	     !tio_words_out(u64_to_user_ptr(uout), w, out)))
 		ret = -EFAULT;
 	if (ret >= 0 && call.n && !uout)
 		ret = -EINVAL;		/* an fd nobody would learn */
