@@ -6,8 +6,9 @@
  *   ioctl           one syscall per command,
  *   uring/bN        one IORING_OP_URING_CMD SQE per command, N per submit,
  *   uring-inline/bN the same with the payload in a 128-byte SQE (no user
- *                   copy; results through CQE32) and the device as a
- *                   registered file,
+ *                   copy in), the device as a registered file and each
+ *                   command's whole output at its result_ptr (as ioctl()
+ *                   delivers it; 16-byte CQEs),
  *   submit/bN       TIO_IOC_SUBMIT carrying N struct tio_cmd records,
  *   submit-uring/bN the same vector in one uring_cmd SQE,
  *   ring/bN         N records written into the file's command ring, one
@@ -74,7 +75,6 @@ struct ovh {
 	struct tio_cmd *rcmds;
 	size_t rsize;
 	unsigned int rtail;
-	__u32 *handles;		/* the alloc round's, for the free round */
 };
 
 static int open_dev(struct bench_run *run, int *fd, struct tio_info *info)
@@ -112,7 +112,6 @@ static void ovh_teardown(struct bench_run *run)
 		close(s->fd);
 	free(s->pl);
 	free(s->cmds);
-	free(s->handles);
 	free(s);
 	run->state = NULL;
 }
@@ -168,8 +167,7 @@ static int ovh_setup(struct bench_run *run)
 	}
 	s->pl = calloc(slots, sizeof(*s->pl));
 	s->cmds = calloc(slots, sizeof(*s->cmds));
-	s->handles = calloc(slots, sizeof(*s->handles));
-	if (!s->pl || !s->cmds || !s->handles) {
+	if (!s->pl || !s->cmds) {
 		err = bench_fail(run, ENOMEM, "payloads");
 		goto out;
 	}
@@ -197,7 +195,7 @@ static int ovh_setup(struct bench_run *run)
 	    s->path == P_URING_INLINE) {
 		err = io_uring_queue_init(slots < 8 ? 8 : slots, &s->ring,
 					  s->path == P_URING_INLINE ?
-					  IORING_SETUP_SQE128 | IORING_SETUP_CQE32 : 0);
+					  IORING_SETUP_SQE128 : 0);
 		if (err) {
 			err = bench_skip(run, "io_uring_queue_init: %s",
 					 strerror(-err));
@@ -350,13 +348,13 @@ static int reap_cqes(struct bench_run *run, struct ovh *s, unsigned int want,
  * One inline command: every byte the kernel reads from a 128-byte SQE
  * written once, the device as registered file 0 (no fget/fput per SQE).
  * Whole-word stores instead of io_uring_prep_rw() plus a memset() of the
- * command area; the last 16 bytes of the area are never read.
+ * command area; the last 16 bytes of the area are never read. The
+ * header and result_ptr here, the payload by the caller.
  */
-static inline void put_inline(struct io_uring_sqe *sqe, __u32 op, __u64 ud,
-			      __u64 p0, __u64 p1)
+static inline struct tio_uring_inline *
+put_inline_hdr(struct io_uring_sqe *sqe, __u32 op, __u64 ud, void *out)
 {
 	struct tio_uring_inline *in = (struct tio_uring_inline *)sqe->cmd;
-	__u64 *pw = (__u64 *)in->payload;
 
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->flags = IOSQE_FIXED_FILE;
@@ -371,8 +369,17 @@ static inline void put_inline(struct io_uring_sqe *sqe, __u32 op, __u64 ud,
 	sqe->buf_index = 0;
 	sqe->personality = 0;
 	sqe->file_index = 0;
-	in->result_ptr = 0;
+	in->result_ptr = (uintptr_t)out;
 	in->flags = TIO_URING_F_INLINE;
+	return in;
+}
+
+/* A command whose payload is words @p0 and @p1, zeros after. */
+static inline void put_inline(struct io_uring_sqe *sqe, __u32 op, __u64 ud,
+			      void *out, __u64 p0, __u64 p1)
+{
+	__u64 *pw = (__u64 *)put_inline_hdr(sqe, op, ud, out)->payload;
+
 	pw[0] = p0;
 	pw[1] = p1;
 	pw[2] = 0;
@@ -382,9 +389,11 @@ static inline void put_inline(struct io_uring_sqe *sqe, __u32 op, __u64 ud,
 }
 
 /*
- * One SQE128 uring_cmd per command with the payload in the SQE; what a
- * command returns comes back in res and big_cqe[0] (bytes 8..15 of its
- * payload: BUF_ALLOC's handle in the high half, FENCE_EMIT's seqno).
+ * One SQE128 uring_cmd per command with the payload in the SQE and its
+ * whole output at result_ptr, slot i of s->pl for SQE i: INFO's struct
+ * tio_info (its two inputs, flags and pad, are all the kernel reads of
+ * its payload; checked by version, cleared for the next round),
+ * BUF_ALLOC's handle, FENCE_EMIT's seqno; res checked for every command.
  * Payload words are little-endian images of the structures: word 0 holds
  * BUF_ALLOC's size, BUF_FREE's handle and the fence commands' stream,
  * word 1 FENCE_SIGNAL's seqno.
@@ -408,21 +417,30 @@ static int run_inline(struct bench_run *run, struct ovh *s, int round)
 #define SQE(i)	(&sq->sqes[((tail + (i)) & sq->ring_mask) << 1])
 	switch (s->kind) {
 	case K_INFO:
-		for (i = 0; i < n; i++)
-			put_inline(SQE(i), TIO_IOC_INFO, i, 0, 0);
+		for (i = 0; i < n; i++) {
+			struct tio_uring_inline *in =
+				put_inline_hdr(SQE(i), TIO_IOC_INFO, i, &s->pl[i].info);
+			struct tio_info *info = (struct tio_info *)in->payload;
+
+			info->flags = 0;
+			info->pad = 0;
+		}
 		break;
 	case K_BUF:
 		for (i = 0; i < n; i++)
 			if (!round)
-				put_inline(SQE(i), TIO_IOC_BUF_ALLOC, i, 4096, 0);
+				put_inline(SQE(i), TIO_IOC_BUF_ALLOC, i, &s->pl[i],
+					   4096, 0);
 			else
-				put_inline(SQE(i), TIO_IOC_BUF_FREE, i, s->handles[i], 0);
+				put_inline(SQE(i), TIO_IOC_BUF_FREE, i, NULL,
+					   s->pl[i].alloc.handle, 0);
 		break;
 	case K_FENCE:
 		for (i = 0; i < s->batch; i++) {
-			put_inline(SQE(2 * i), TIO_IOC_FENCE_EMIT, 2 * i, s->stream, 0);
+			put_inline(SQE(2 * i), TIO_IOC_FENCE_EMIT, 2 * i, &s->pl[i],
+				   s->stream, 0);
 			put_inline(SQE(2 * i + 1), TIO_IOC_FENCE_SIGNAL, 2 * i + 1,
-				   s->stream, s->next_seq + i);
+				   NULL, s->stream, s->next_seq + i);
 		}
 		break;
 	}
@@ -437,23 +455,28 @@ static int run_inline(struct bench_run *run, struct ovh *s, int round)
 	tail = io_uring_smp_load_acquire(cq->ktail);
 	if (tail - head < n)
 		return bench_fail(run, EPROTO, "%u of %u CQEs", tail - head, n);
-	/* CQE32: two 16-byte slots each. */
-#define CQE(i)	(&cq->cqes[((head + (i)) & cq->ring_mask) << 1])
+#define CQE(i)	(&cq->cqes[(head + (i)) & cq->ring_mask])
 	for (i = 0; i < n; i++)
-		if (CQE(i)->res < 0)
+		if (CQE(i)->res)
 			break;
 	if (i < n) {
-		ret = bench_fail(run, -CQE(i)->res, "inline uring_cmd %llu",
-				 (unsigned long long)CQE(i)->user_data);
-	} else if (s->kind == K_BUF && !round) {
-		for (i = 0; i < n; i++)
-			s->handles[CQE(i)->user_data] = CQE(i)->big_cqe[0] >> 32;
+		ret = bench_fail(run, CQE(i)->res < 0 ? -CQE(i)->res : EPROTO,
+				 "inline uring_cmd %llu gave %d",
+				 (unsigned long long)CQE(i)->user_data, CQE(i)->res);
+	} else if (s->kind == K_INFO) {
+		for (i = 0; i < n && !ret; i++) {
+			struct tio_info *info = &s->pl[CQE(i)->user_data].info;
+
+			if (info->version != TIO_UAPI_VERSION)
+				ret = bench_fail(run, EPROTO, "INFO gave version %#x",
+						 info->version);
+			info->version = 0;
+		}
 	} else if (s->kind == K_FENCE) {
-		for (i = 0; i < n && !ret; i++)
-			if (!(CQE(i)->user_data & 1) &&
-			    CQE(i)->big_cqe[0] != s->next_seq + CQE(i)->user_data / 2)
+		for (i = 0; i < s->batch && !ret; i++)
+			if (s->pl[i].emit.seqno != s->next_seq + i)
 				ret = bench_fail(run, EPROTO, "emit gave seqno %llu",
-						 (unsigned long long)CQE(i)->big_cqe[0]);
+						 (unsigned long long)s->pl[i].emit.seqno);
 		s->next_seq += s->batch;
 	}
 #undef CQE

@@ -20,9 +20,8 @@
 #else
 #include <linux/io_uring.h>
 #endif
-#if !defined(TIO_HAVE_URING_CMD_CANCELABLE) || defined(TIO_HAVE_REQ_F_CQE32_INIT) || \
-	defined(TIO_HAVE_REQ_BIG_CQE)
-#include <linux/io_uring_types.h>	/* the 6.1 monitor, tio_uring_cmd_complete() */
+#ifndef TIO_HAVE_URING_CMD_CANCELABLE
+#include <linux/io_uring_types.h>	/* the 6.1 monitor */
 #include <linux/percpu-refcount.h>
 #endif
 
@@ -54,45 +53,38 @@ static inline void tio_uring_cmd_done(struct io_uring_cmd *ioucmd, ssize_t ret,
 }
 
 /*
+ * The SQE asks for no CQE on success (IOSQE_CQE_SKIP_SUCCESS). From 6.7,
+ * io_uring clears a request's extra word only when it posts a CQE, so one
+ * given to io_uring_cmd_done() for a skipped CQE would reach the next
+ * request of the ring; 6.1 resets it per request. Read from the SQE,
+ * whose flags io_uring has already acted on: a submitter rewriting them
+ * meanwhile only loses or leaks its own extra word on its own ring.
+ */
+static inline bool tio_uring_cmd_skips_success(const struct io_uring_cmd *ioucmd)
+{
+#ifdef TIO_HAVE_IO_URING_SQE_CMD
+	return READ_ONCE(ioucmd->sqe->flags) & IOSQE_CQE_SKIP_SUCCESS;
+#else
+	return false;
+#endif
+}
+
+/*
  * A command that succeeded at issue, @res2 for the CQE32 extra word:
  * returns what ->uring_cmd returns. Returning 0 completes the request on
- * io_uring's batched path (io_req_complete_defer(): one CQ commit per
- * submission batch). io_uring_cmd_done() costs more per command: up to
- * 6.6 it posts each completion by itself (io_req_complete_post(): the
- * completion lock, a commit and a wakeup), and on 6.12 it is one more
- * exported call beside the path io_uring takes anyway (about 55 and 37
- * guest insn per command on 6.1 and 6.12). So the extra word is set as
- * io_uring_cmd_done() sets it, through the request fields its static
- * io_req_set_cqe32_extra() writes, while the request is still ours (at
- * issue); build-time probes pick the layout, and tio_inline_test checks
- * every result on each kernel. 6.7+ keeps big_cqe zero between requests
- * and clears it only when it posts a CQE, so nothing is set for a
- * request whose success posts none (IOSQE_CQE_SKIP_SUCCESS).
+ * io_uring's batched path (one CQ commit per submission batch), but sets
+ * only res; a CQE32 word needs io_uring_cmd_done(), which on 6.1 posts
+ * each completion by itself (the completion lock, a commit and a
+ * wakeup). The request's own fields are io_uring's: never written here.
  */
 static inline int tio_uring_cmd_complete(struct io_uring_cmd *ioucmd, u64 res2,
 					 unsigned int issue_flags)
 {
-#if defined(TIO_HAVE_REQ_F_CQE32_INIT) || defined(TIO_HAVE_REQ_BIG_CQE)
-	struct io_kiocb *req = cmd_to_io_kiocb(ioucmd);
-#endif
-
-	if (!res2 || !(issue_flags & IO_URING_F_CQE32))
+	if (!res2 || !(issue_flags & IO_URING_F_CQE32) ||
+	    tio_uring_cmd_skips_success(ioucmd))
 		return 0;	/* no extra word to carry */
-#if defined(TIO_HAVE_REQ_F_CQE32_INIT)
-	req->extra1 = res2;
-	req->extra2 = 0;
-	req->flags |= REQ_F_CQE32_INIT;
-	return 0;
-#elif defined(TIO_HAVE_REQ_BIG_CQE)
-	if (!(req->flags & REQ_F_CQE_SKIP)) {
-		req->big_cqe.extra1 = res2;
-		req->big_cqe.extra2 = 0;
-	}
-	return 0;
-#else
 	tio_uring_cmd_done(ioucmd, 0, res2, issue_flags);
 	return -EIOCBQUEUED;
-#endif
 }
 
 /*

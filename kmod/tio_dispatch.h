@@ -58,6 +58,20 @@ static __always_inline u64 tio_info_features(void)
 	return features;
 }
 
+/*
+ * INFO's outputs, field by field: its inputs (flags and pad) are left
+ * alone, and a compound literal would clear the whole structure first.
+ */
+static __always_inline void tio_info_set(struct tio_info *info)
+{
+	info->version = TIO_UAPI_VERSION;
+	info->features = tio_info_features();
+	info->max_buf_size = READ_ONCE(tio_max_buf_size);
+	info->max_pinned = READ_ONCE(tio_max_pinned);
+	info->pinned = atomic64_read(&tio_pinned_total);
+	info->max_submit = TIO_MAX_SUBMIT;
+}
+
 /**
  * tio_cmd_info() - TIO_IOC_INFO: driver version, features and limits
  * @tf: the calling file
@@ -73,16 +87,7 @@ static inline int tio_cmd_info(struct tio_file *tf, void *data,
 
 	if (info->flags || info->pad)
 		return -EINVAL;
-	/*
-	 * Field by field: flags and pad are already zero, and a compound
-	 * literal would clear the whole structure first.
-	 */
-	info->version = TIO_UAPI_VERSION;
-	info->features = tio_info_features();
-	info->max_buf_size = READ_ONCE(tio_max_buf_size);
-	info->max_pinned = READ_ONCE(tio_max_pinned);
-	info->pinned = atomic64_read(&tio_pinned_total);
-	info->max_submit = TIO_MAX_SUBMIT;
+	tio_info_set(info);
 	return 0;
 }
 

@@ -5,7 +5,9 @@
  * in a CQE32's big_cqe[0], the whole of it at result_ptr; refused on
  * 64-byte SQE rings; the record rules for the payload; fds only with a
  * result pointer; waits (which do not park) run; every kind of result
- * of a batch on each completion path, through a registered file too.
+ * of a batch on each completion path, through a registered file too;
+ * INFO's whole output at result_ptr on a ring without CQE32; skipped
+ * successes post nothing.
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -135,13 +137,18 @@ TEST_F(inl, alloc_free_with_result_pointer)
 
 TEST_F(inl, payload_rules)
 {
-	struct tio_info bad = { .pad = 1 };
+	struct tio_info bad = { .pad = 1 }, out = { .version = 7 };
 	struct tio_handle_op f = { .handle = 1 };
 	struct tio_submit sub = { 0 };
 	__u8 tail[TIO_CMD_PAYLOAD] = { 0 };
 
 	EXPECT_EQ(-EINVAL, run_inline(&self->ring, self->fd, TIO_IOC_INFO, &bad,
-				      sizeof(bad), NULL, TIO_URING_F_INLINE, NULL));
+				      sizeof(bad), &out, TIO_URING_F_INLINE, NULL));
+	bad.pad = 0;
+	bad.flags = 1;
+	EXPECT_EQ(-EINVAL, run_inline(&self->ring, self->fd, TIO_IOC_INFO, &bad,
+				      sizeof(bad), &out, TIO_URING_F_INLINE, NULL));
+	EXPECT_EQ(7, out.version);	/* a failed INFO writes nothing */
 	/* Non-zero past the caller's size. */
 	tail[sizeof(f) + 1] = 1;
 	memcpy(tail, &f, sizeof(f));
@@ -240,8 +247,8 @@ static void queue_inline(struct io_uring *ring, __u64 tag, int fd,
 
 /*
  * Every kind of result of one batch, each CQE matched by user_data:
- * successful commands complete at issue on io_uring's batched path (the
- * CQE32 word set by the driver on 6.1, by io_uring_cmd_done() later);
+ * successes without an extra word (FENCE_SIGNAL) complete at issue on
+ * io_uring's batched path, those with one through io_uring_cmd_done();
  * errors and io-wq issue (IOSQE_ASYNC) take the other completion paths.
  */
 static void check_batch(struct __test_metadata *_metadata, struct io_uring *ring,
@@ -337,32 +344,56 @@ TEST_F(inl, registered_file)
 }
 
 /*
- * A success whose CQE is skipped (IOSQE_CQE_SKIP_SUCCESS) leaves nothing
- * behind: the next requests of the ring, which reuse its io_uring request
- * (a NOP has no extra word), read zero in big_cqe[0].
+ * IOSQE_CQE_SKIP_SUCCESS: a success posts no CQE on either path (INFO,
+ * with an extra word, through io_uring_cmd_done(); BUF_FREE, without,
+ * at issue) and leaves nothing behind for the next request of the ring
+ * (a NOP has no extra word); a failure still posts its CQE.
  */
-TEST_F(inl, skipped_cqe_leaves_no_extra_word)
+TEST_F(inl, skipped_cqe_posts_nothing)
 {
-	struct io_uring_cqe *cqe;
 	int i;
 
 	for (i = 0; i < 8; i++) {
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&self->ring);
+		struct tio_buf_alloc a = { .size = 4096 };
+		struct tio_handle_op f = { 0 };
+		struct tio_info info = { 0 };
+		struct io_uring_cqe *cqe;
+		struct io_uring_sqe *sqe;
+		int seen;
 
-		ASSERT_NE(NULL, sqe);
-		prep_inline(sqe, self->fd, IOSQE_CQE_SKIP_SUCCESS, TIO_IOC_INFO,
-			    NULL, 0, NULL, TIO_URING_F_INLINE);
-		ASSERT_EQ(1, io_uring_submit(&self->ring));
+		ASSERT_EQ(0, ioctl(self->fd, TIO_IOC_BUF_ALLOC, &a));
+		f.handle = a.handle;
 		sqe = io_uring_get_sqe(&self->ring);
-		ASSERT_NE(NULL, sqe);
+		prep_inline(sqe, self->fd, IOSQE_CQE_SKIP_SUCCESS, TIO_IOC_INFO,
+			    NULL, 0, &info, TIO_URING_F_INLINE);
+		sqe->user_data = 1;
+		sqe = io_uring_get_sqe(&self->ring);
+		prep_inline(sqe, self->fd, IOSQE_CQE_SKIP_SUCCESS, TIO_IOC_BUF_FREE,
+			    &f, sizeof(f), NULL, TIO_URING_F_INLINE);
+		sqe->user_data = 2;
+		ASSERT_EQ(2, io_uring_submit(&self->ring));
+		sqe = io_uring_get_sqe(&self->ring);
+		prep_inline(sqe, self->fd, IOSQE_CQE_SKIP_SUCCESS, TIO_IOC_BUF_FREE,
+			    &f, sizeof(f), NULL, TIO_URING_F_INLINE);
+		sqe->user_data = 3;
+		sqe = io_uring_get_sqe(&self->ring);
 		io_uring_prep_nop(sqe);
 		sqe->user_data = 0x909;
-		ASSERT_EQ(1, io_uring_submit_and_wait(&self->ring, 1));
-		ASSERT_EQ(0, io_uring_peek_cqe(&self->ring, &cqe));
-		EXPECT_EQ(0x909, cqe->user_data);
-		EXPECT_EQ(0, cqe->res);
-		EXPECT_EQ(0, cqe->big_cqe[0]);
-		io_uring_cqe_seen(&self->ring, cqe);
+		ASSERT_EQ(2, io_uring_submit_and_wait(&self->ring, 2));
+		EXPECT_EQ(TIO_UAPI_VERSION, info.version);
+		for (seen = 0; seen < 2; seen++) {
+			ASSERT_EQ(0, io_uring_peek_cqe(&self->ring, &cqe));
+			if (cqe->user_data == 3) {
+				/* The freed handle is gone. */
+				EXPECT_EQ(-ENOENT, cqe->res);
+			} else {
+				EXPECT_EQ(0x909, cqe->user_data);
+				EXPECT_EQ(0, cqe->res);
+				EXPECT_EQ(0, cqe->big_cqe[0]);
+			}
+			io_uring_cqe_seen(&self->ring, cqe);
+		}
+		EXPECT_EQ(-EAGAIN, io_uring_peek_cqe(&self->ring, &cqe));
 	}
 }
 
@@ -372,7 +403,7 @@ TEST(results_without_cqe32)
 	struct tio_stream_create sc = { 0 };
 	struct tio_fence_emit e = { 0 };
 	struct tio_handle_op bad = { .handle = 0x7fffffff };
-	struct tio_info info = { 0 };
+	struct tio_info info = { 0 }, out;
 	struct io_uring ring;
 	int fd = open(TIO_DEV, O_RDWR | O_CLOEXEC);
 	__u64 res2 = 1;
@@ -387,6 +418,17 @@ TEST(results_without_cqe32)
 	EXPECT_EQ(0, run_inline(&ring, fd, TIO_IOC_INFO, NULL, 0, NULL,
 				TIO_URING_F_INLINE, &res2));
 	EXPECT_EQ(0, res2);
+	/* INFO's whole output at result_ptr, as ioctl() gives it. */
+	memset(&out, 0xa5, sizeof(out));
+	EXPECT_EQ(0, run_inline(&ring, fd, TIO_IOC_INFO, NULL, 0, &out,
+				TIO_URING_F_INLINE, NULL));
+	EXPECT_EQ(0, memcmp(&info, &out, sizeof(out)));
+	memset(&out, 0, sizeof(out));
+	EXPECT_EQ(0, run_inline_f(&ring, fd, IOSQE_ASYNC, TIO_IOC_INFO, NULL, 0,
+				  &out, TIO_URING_F_INLINE, NULL));
+	EXPECT_EQ(info.version, out.version);
+	EXPECT_EQ(-EFAULT, run_inline(&ring, fd, TIO_IOC_INFO, NULL, 0, (void *)8,
+				      TIO_URING_F_INLINE, NULL));
 	ASSERT_EQ(0, ioctl(fd, TIO_IOC_STREAM_CREATE, &sc));
 	e.stream = sc.handle;
 	EXPECT_EQ(0, run_inline(&ring, fd, TIO_IOC_FENCE_EMIT, &e, sizeof(e), NULL,
