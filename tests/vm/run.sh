@@ -104,19 +104,27 @@ fi
 append="console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init no_timer_check"
 append+=" tio.icount=$icount"
 echo "# vm: kernel $kver (${accel[*]})"
-: >"$work/console"	# exists before tail opens it
-timeout --foreground -k 5 "$tmo" qemu-system-x86_64 "${accel[@]}" \
-	-m 1G -smp "$smp" -nodefaults -nographic -no-reboot -serial stdio \
-	-kernel "$kimg" -initrd "$work/initrd" -append "$append" \
-	</dev/null >"$work/console" 2>&1 &
-qpid=$!
-tail -n +1 -f --pid="$qpid" "$work/console" | tr -d '\r' |
-	sed -u 's/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g; /^SeaBIOS/d; s/^Booting from ROM\.\.//' &
-tpid=$!
-qrc=0
-wait "$qpid" || qrc=$?
-qpid=
-wait "$tpid" 2>/dev/null || true
+# A kernel that dies before our init runs ran nothing of ours: under
+# multi-threaded TCG, Debian's kernels now and then take an int3 oops while
+# patching their own text early in boot. Such a boot is tried once more.
+for try in 1 2; do
+	: >"$work/console"	# exists before tail opens it
+	timeout --foreground -k 5 "$tmo" qemu-system-x86_64 "${accel[@]}" \
+		-m 1G -smp "$smp" -nodefaults -nographic -no-reboot -serial stdio \
+		-kernel "$kimg" -initrd "$work/initrd" -append "$append" \
+		</dev/null >"$work/console" 2>&1 &
+	qpid=$!
+	tail -n +1 -f --pid="$qpid" "$work/console" | tr -d '\r' |
+		sed -u 's/\x1bc//g; s/\x1b\[[0-9;?]*[a-zA-Z]//g; /^SeaBIOS/d; s/^Booting from ROM\.\.//' &
+	tpid=$!
+	qrc=0
+	wait "$qpid" || qrc=$?
+	qpid=
+	wait "$tpid" 2>/dev/null || true
+	[ "$try" = 1 ] && [ "$qrc" != 124 ] && ! grep -q '^# vm: init started' "$work/console" ||
+		break
+	echo "# vm: the kernel died before init started (nothing of ours ran); booting again"
+done
 
 rc=$(tr -d '\r' <"$work/console" | sed -n 's/^TIO-VM-EXIT: \([0-9]*\)$/\1/p' | tail -1)
 if [ -z "$rc" ]; then
