@@ -121,7 +121,7 @@ for try in 1 2; do
 	wait "$qpid" || qrc=$?
 	qpid=
 	wait "$tpid" 2>/dev/null || true
-	[ "$try" = 1 ] && [ "$qrc" != 124 ] && ! grep -q '^# vm: init started' "$work/console" ||
+	[ "$try" = 1 ] && [ "$qrc" != 124 ] && ! grep -q 'vm: init started' "$work/console" ||
 		break
 	echo "# vm: the kernel died before init started (nothing of ours ran); booting again"
 done
