@@ -257,14 +257,10 @@ static __always_inline int tio_ring_info(struct tio_file *tf,
 {
 	struct tio_info *info = (struct tio_info *)slot->payload.bytes;
 	const unsigned int nr = _IOC_NR(TIO_IOC_INFO);
-	int ret = 0;
+	int ret;
 
-	trace_tio_cmd_enter(tf, nr);
-	this_cpu_inc(tio_stats.op[nr].calls);
-	if (unlikely(READ_ONCE(info->flags) | READ_ONCE(info->pad))) {
-		this_cpu_inc(tio_stats.op[nr].errors);
-		ret = -EINVAL;
-	} else {
+	ret = tio_info_enter(tf, info);
+	if (likely(!ret)) {
 		WRITE_ONCE(info->version, TIO_UAPI_VERSION);
 		WRITE_ONCE(info->features, tio_info_features());
 		WRITE_ONCE(info->max_buf_size, READ_ONCE(tio_max_buf_size));

@@ -313,17 +313,11 @@ static __always_inline int tio_uring_info(struct io_uring_cmd *ioucmd,
 					  const struct tio_info *in, u64 uout,
 					  unsigned int issue_flags)
 {
-	const unsigned int nr = _IOC_NR(TIO_IOC_INFO);
 	struct tio_info info;
-	int ret = 0;
+	int ret;
 
-	trace_tio_cmd_enter(tf, nr);
-	this_cpu_inc(tio_stats.op[nr].calls);
-	if (unlikely(READ_ONCE(in->flags) | READ_ONCE(in->pad))) {
-		this_cpu_inc(tio_stats.op[nr].errors);
-		ret = -EINVAL;
-	}
-	trace_tio_cmd_exit(tf, nr, ret);
+	ret = tio_info_enter(tf, in);
+	trace_tio_cmd_exit(tf, _IOC_NR(TIO_IOC_INFO), ret);
 	if (likely(!ret)) {
 		info.flags = 0;
 		info.pad = 0;
