@@ -17,9 +17,12 @@
  * - Sizing as the loader's: chunks of twice the device's largest request
  *   (1-16 MiB, a quarter of the save at most), enough of them in flight
  *   to fill its queue (up to 128 MiB).
- * - Several files (shards) are written by several writers, a thread and a
- *   ring each (one per CPU, 4 at most), sharing the queue depth. Progress
- *   runs in the calling thread; with one writer, that is the writer.
+ * - Large saves are split into parts taken by several writers, a thread
+ *   and a ring each (one per 64 MiB up to one per CPU, 4 at most), sharing
+ *   the queue depth: filling staging is CPU work, and the writers share it.
+ *   The writer that ends a file's last part makes the file durable. Shards
+ *   are written in parallel that way. Progress runs in the calling thread;
+ *   with one writer, that is the writer.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -62,8 +65,8 @@ struct sv_writer {
 	size_t plain_size;
 	int fixed;		/* staging registered with the ring */
 	pthread_t thread;
-	struct sv_file *f;	/* the file being written */
-	uint64_t fill;
+	struct sv_file *f;	/* the part of a file being written */
+	uint64_t fill, end;
 	unsigned int inflight, copying;
 };
 
@@ -203,13 +206,15 @@ static void sv_submit(struct sv_writer *w, struct sv_slot *s)
 	io_uring_sqe_set_data64(sqe, (uint64_t)(s - w->slot));
 	s->state = SV_WRITING;
 	w->inflight++;
+	/* At once: the next slot's copy must not hold this write back. */
+	io_uring_submit(&w->ring);
 }
 
 /* Stage the file's next chunk into free slot @s: 1, 0 (not captured yet), -1. */
 static int sv_stage(struct sv_writer *w, struct sv_slot *s)
 {
 	struct sv_file *f = w->f;
-	uint64_t len = f->size - w->fill < w->chunk ? f->size - w->fill : w->chunk;
+	uint64_t len = w->end - w->fill < w->chunk ? w->end - w->fill : w->chunk;
 	uint32_t a = f->tmp.direct ? f->tmp.align : 1;
 	int r, gpu = 0;
 
@@ -275,7 +280,7 @@ static int sv_fill(struct sv_writer *w)
 	unsigned int i;
 	int r;
 
-	for (i = 0; i < w->nslot && w->fill < w->f->size && !sv_stopped(w->j); i++) {
+	for (i = 0; i < w->nslot && w->fill < w->end && !sv_stopped(w->j); i++) {
 		if (w->slot[i].state != SV_FREE)
 			continue;
 		r = sv_stage(w, &w->slot[i]);
@@ -370,19 +375,21 @@ static void sv_drain_copies(struct sv_writer *w)
 	w->copying = 0;
 }
 
-static int sv_file_write(struct sv_writer *w, struct sv_file *f)
+/* Write @f's bytes [@start, @end): 0, or -1 with the job failed or stopped. */
+static int sv_part_write(struct sv_writer *w, struct sv_file *f, uint64_t start, uint64_t end)
 {
 	int err = 0;
 
 	w->f = f;
-	w->fill = 0;
+	w->fill = start;
+	w->end = end;
 	for (;;) {
 		if (!err && !sv_stopped(w->j) && sv_fill(w)) {
 			err = -1;
 			sv_fail(w->j);	/* the others stop too */
 		}
 		if (!w->inflight) {
-			if (err || sv_stopped(w->j) || (w->fill == f->size && !w->copying))
+			if (err || sv_stopped(w->j) || (w->fill == end && !w->copying))
 				break;
 			continue;
 		}
@@ -392,13 +399,7 @@ static int sv_file_write(struct sv_writer *w, struct sv_file *f)
 		}
 	}
 	sv_drain_copies(w);
-	if (err || sv_stopped(w->j))
-		return -1;
-	if (sv_tmp_sync(&f->tmp, f->size)) {
-		sv_fail(w->j);
-		return -1;
-	}
-	return 0;
+	return err || sv_stopped(w->j) ? -1 : 0;
 }
 
 /* Staging for ring mode: pinned, else plain memory (O_DIRECT needs no pin). */
@@ -490,19 +491,56 @@ static void sv_size(struct sv_job *j, int writers, uint64_t *chunk, unsigned int
 		*qd = j->qd;
 }
 
+/* The next part of a file to write: its index, or -1 when none is left. */
+static int sv_take(struct sv_job *j, uint64_t *start, uint64_t *end)
+{
+	int i = -1;
+
+	pthread_mutex_lock(&j->lock);
+	while (!sv_stopped(j) && j->next < j->nf) {
+		struct sv_file *f = &j->f[j->next];
+
+		if (j->pos >= f->size) {
+			j->next++;
+			j->pos = 0;
+			continue;
+		}
+		i = j->next;
+		*start = j->pos;
+		*end = f->size - j->pos > j->part ? j->pos + j->part : f->size;
+		j->pos = *end;
+		f->parts++;
+		break;
+	}
+	pthread_mutex_unlock(&j->lock);
+	return i;
+}
+
+/* A part is written: the last of its file makes the file durable. */
+static int sv_part_done(struct sv_job *j, struct sv_file *f)
+{
+	int last;
+
+	pthread_mutex_lock(&j->lock);
+	last = ++f->done_parts == f->parts && (j->next > f - j->f ||
+						 (j->next == f - j->f && j->pos >= f->size));
+	pthread_mutex_unlock(&j->lock);
+	if (!last || !sv_tmp_sync(&f->tmp, f->size))
+		return 0;
+	sv_fail(j);
+	return -1;
+}
+
 static void *sv_writer_main(void *arg)
 {
 	struct sv_writer *w = arg;
 	struct sv_job *j = w->j;
+	uint64_t start, end;
 	int i;
 
-	for (;;) {
-		pthread_mutex_lock(&j->lock);
-		i = sv_stopped(j) || j->next >= j->nf ? -1 : j->next++;
-		pthread_mutex_unlock(&j->lock);
-		if (i < 0 || sv_file_write(w, &j->f[i]))
+	while ((i = sv_take(j, &start, &end)) >= 0)
+		if (sv_part_write(w, &j->f[i], start, end) || sv_part_done(j, &j->f[i]))
 			break;
-	}
 	pthread_mutex_lock(&j->lock);
 	j->running--;
 	pthread_cond_broadcast(&j->cond);
@@ -598,8 +636,9 @@ int sv_result(struct sv_job *j)
 int sv_run(struct sv_job *j)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int n = (int)sv_clamp((uint64_t)j->nf, 1, sv_clamp(ncpu > 0 ? (uint64_t)ncpu : 1, 1,
-							   SV_MAXWRITERS));
+	/* A writer per 64 MiB up to one per CPU: copying into staging is CPU work. */
+	int n = (int)sv_clamp(j->total / (64ULL << 20), 1,
+			      sv_clamp(ncpu > 0 ? (uint64_t)ncpu : 1, 1, SV_MAXWRITERS));
 	struct sv_writer *w;
 	unsigned int qd;
 	uint64_t chunk;
@@ -608,6 +647,9 @@ int sv_run(struct sv_job *j)
 	if (sv_wait_producer(j))
 		return -1;
 	sv_size(j, n, &chunk, &qd);
+	/* Two parts per writer at least, so that they end together. */
+	j->part = sv_clamp(j->total / (2 * (uint64_t)n), 16ULL << 20, 256ULL << 20);
+	j->part = (j->part + chunk - 1) / chunk * chunk;
 	if (qd > SV_MAXQD)
 		return tio_raise_errno(EINVAL, "saving: queue depth %u above %u", qd, SV_MAXQD);
 	w = calloc((size_t)n, sizeof(*w));

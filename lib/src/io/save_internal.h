@@ -6,9 +6,9 @@
  * (save_file.c); the safetensors layout and the API are st_save.c and
  * st_save_async.c.
  *
- * Locking: sv_job.lock guards the file cursor, the first error, @running
- * and each file's @staged watermark updates (read with acquire loads);
- * @done and @stop are atomics.
+ * Locking: sv_job.lock guards the part cursor, each file's part counts,
+ * the first error, @running and each file's @staged watermark updates
+ * (read with acquire loads); @done and @stop are atomics.
  */
 #ifndef TIO_SAVE_INTERNAL_H
 #define TIO_SAVE_INTERNAL_H
@@ -52,6 +52,7 @@ struct sv_file {
 	int64_t nseg;
 	uint64_t size;
 	uint64_t tensor_bytes;
+	int parts, done_parts;	/* parts taken by writers, and written */
 	struct sv_tmp tmp;
 	/* A capture: the whole file in memory, @staged bytes of it ready. */
 	char *image;
@@ -89,7 +90,9 @@ struct sv_job {
 	int stop;		/* atomic: failed or cancelled */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* staged, progress, a writer ended */
-	int next;		/* file cursor */
+	int next;		/* part cursor: file, position */
+	uint64_t pos;
+	uint64_t part;		/* bytes a writer takes at a time */
 	int running;
 	tio_object_t *err;	/* the first error */
 	int err_errno;
