@@ -110,7 +110,7 @@ static const char *own_mounts(void)
 {
 	if (geteuid())
 		return "not root";
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_PRIVATE | MS_REC, NULL))
+	if (unshare(CLONE_NEWNS) || mount("none", "/", "none", MS_PRIVATE | MS_REC, NULL))
 		return "no mount namespace";
 	return NULL;
 }
@@ -201,8 +201,8 @@ TEST_F(sf, read_only_directory_refused_before_staging)
 		EXPECT_EQ(0, WEXITSTATUS(st));
 	if (why)
 		SKIP(return, "%s", why);
-	ASSERT_EQ(0, mount(self->dir, self->dir, NULL, MS_BIND, NULL));
-	ASSERT_EQ(0, mount(NULL, self->dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL));
+	ASSERT_EQ(0, mount(self->dir, self->dir, "none", MS_BIND, NULL));
+	ASSERT_EQ(0, mount("none", self->dir, "none", MS_REMOUNT | MS_BIND | MS_RDONLY, NULL));
 	tio_pinned_stats(&before);
 	ASSERT_EQ(-1, save_version(self->path, 1, 4 << 20, 2, 0, 1));
 	ASSERT_DEV_MSG(EROFS, "creating a file next to");

@@ -15,8 +15,9 @@
  * save is done, before it goes back to the cache; an image that a GPU
  * copies into is pinned and registered first.
  *
- * Locking: tio_save.lock guards @finished; the save's thread sets @err
- * before @finished and it is read after. The job's own locking is
+ * Locking: tio_save.lock guards @capturing and @finished; the save's
+ * thread sets @err before @finished and it is read after; it gives the
+ * images back only once @capturing is 0. The job's own locking is
  * save_internal.h's.
  */
 #include <errno.h>
@@ -39,6 +40,7 @@ struct tio_save {
 	int started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	int capturing;		/* the caller still copies into the images */
 	int finished;
 	tio_object_t *err;
 	int err_errno;
@@ -138,6 +140,10 @@ static void *sa_main(void *arg)
 		h->err = tio_error_move_from_raised();
 		h->err_errno = tio_errno() ? tio_errno() : EIO;
 	}
+	pthread_mutex_lock(&h->lock);
+	while (h->capturing)	/* a failed write stops the copies: wait for them */
+		pthread_cond_wait(&h->cond, &h->lock);
+	pthread_mutex_unlock(&h->lock);
 	sv_release_images(&h->j);
 	/* The point is for other waiters; the result is @err. */
 	if (tio_fence_signal(h->stream, h->seqno, ret ? -h->err_errno : 0))
@@ -169,7 +175,7 @@ static int sa_begin(struct tio_save *h, const struct tio_save_opts *o)
 {
 	struct sv_job *j = &h->j;
 	tio_gpu_stream_t *gs = o->gpu_stream;
-	int i, gpu = j->gpu.device_type != 0;
+	int i, ret, gpu = j->gpu.device_type != 0;
 
 	if (tio_stream_create(&h->stream) || tio_fence_emit(h->stream, &h->seqno))
 		return -1;
@@ -184,18 +190,18 @@ static int sa_begin(struct tio_save *h, const struct tio_save_opts *o)
 		if (sa_capture_gpu(h, gs ? gs : h->own_gs))
 			return -1;
 	}
+	h->capturing = 1;
 	if (sa_start(h))
 		return -1;
-	if (!gpu && sa_capture_host(h)) {
-		sv_fail(j);
-		return -1;
-	}
 	/* Without the caller's stream, nothing orders its later work after the copies. */
-	if (h->own_gs && tio_gpu_stream_sync(h->own_gs)) {
+	ret = (!gpu && sa_capture_host(h)) || (h->own_gs && tio_gpu_stream_sync(h->own_gs));
+	if (ret)
 		sv_fail(j);
-		return -1;
-	}
-	return 0;
+	pthread_mutex_lock(&h->lock);
+	h->capturing = 0;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	return ret ? -1 : 0;
 }
 
 int tio_safetensors_save_async(const char *path, const char *const *names,
@@ -260,6 +266,10 @@ int tio_save_wait(tio_save_t *save, int64_t timeout_ns)
 
 	if (!save)
 		return tio_raise_errno(EINVAL, "tio_save_wait: NULL save");
+	/* Its point signalled: the save's thread is about to say it is done. */
+	if (!timeout_ns && !tio_fence_wait(save->stream, save->seqno, 0, NULL))
+		timeout_ns = -1;
+	tio_error_clear();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	if (timeout_ns > 0) {
 		ts.tv_sec += timeout_ns / 1000000000;
