@@ -9,123 +9,17 @@
  *             [--save-baseline NAME] [--baseline NAME]
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "runner.h"
 
-#ifndef BENCH_COMMIT
-#define BENCH_COMMIT "unknown"
-#endif
-
-struct opts {
-	const char *suites;
-	const char *glob;
-	const char *size;
-	const char *json, *md, *plot, *save, *baseline, *load;
-	int fast, list, tap, repeat, procs;
-	int worker;	/* run exactly --suite/--case, for a parent tio-bench */
-	enum bench_unit unit;
-};
-
-/*
- * --clock run: the time this thread waited, runnable, for a CPU (the
- * second field of /proc/thread-self/schedstat, ns) is taken off every
- * timed span. On a host shared with busier processes a 10 ms sample is
- * otherwise as long as the time slices others got meanwhile. -1: wall.
- */
-static int runq_fd = -1;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-/* Is the guest clock counting instructions? tests/vm/run.sh -i says so. */
-static int icount_mode(void)
-{
-	char buf[4096];
-	FILE *f = fopen("/proc/cmdline", "r");
-	int yes = 0;
-
-	if (!f)
-		return 0;
-	if (fgets(buf, sizeof(buf), f))
-		yes = strstr(buf, "tio.icount=1") != NULL;
-	fclose(f);
-	return yes;
-}
-
-static void make_header(struct bench_header *h, enum bench_unit unit)
-{
-	char line[512], model[256] = "unknown cpu";
-	const char *env;
-	struct utsname u;
-	time_t t = time(NULL);
-	struct tm tm;
-	FILE *f;
-	int fd;
-
-	memset(h, 0, sizeof(*h));
-	h->unit = unit;
-	f = fopen("/proc/cpuinfo", "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		char *p = strchr(line, ':');
-
-		if (!strncmp(line, "model name", 10) && p) {
-			snprintf(model, sizeof(model), "%s", p + 2);
-			model[strcspn(model, "\n")] = 0;
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	uname(&u);
-	snprintf(h->machine, sizeof(h->machine), "%s, %s, %ld cpus", u.nodename,
-		 model, sysconf(_SC_NPROCESSORS_ONLN));
-	snprintf(h->kernel, sizeof(h->kernel), "%s %s %s", u.sysname, u.release,
-		 u.machine);
-	env = getenv("TIO_BACKEND");
-	fd = open("/dev/tensorio", O_RDWR | O_CLOEXEC);
-	if (env && *env)
-		snprintf(h->backend, sizeof(h->backend), "%s (TIO_BACKEND)", env);
-	else
-		snprintf(h->backend, sizeof(h->backend), "%s", fd >= 0 ?
-			 "kernel (/dev/tensorio)" : "user (no /dev/tensorio)");
-	if (fd >= 0)
-		close(fd);
-#ifdef __clang__
-	snprintf(h->compiler, sizeof(h->compiler), "clang %s", __clang_version__);
-#else
-	snprintf(h->compiler, sizeof(h->compiler), "gcc %s", __VERSION__);
-#endif
-	env = getenv("TIO_COMMIT");
-	snprintf(h->commit, sizeof(h->commit), "%s", env && *env ? env : BENCH_COMMIT);
-	gmtime_r(&t, &tm);
-	strftime(h->date, sizeof(h->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (unit == BENCH_INSN)
-		snprintf(h->mode, sizeof(h->mode), "QEMU TCG -icount shift=0 "
-			 "(1 clock ns = 1 guest instruction)");
-	else if (icount_mode())
-		snprintf(h->mode, sizeof(h->mode), "icount guest, forced ns");
-	else
-		snprintf(h->mode, sizeof(h->mode), "%s", runq_fd >= 0 ?
-			 "wall clock less run-queue wait" : "wall clock");
-}
-
-static int suite_selected(const struct opts *o, const char *suite)
+static int suite_selected(const struct bench_opts *o, const char *suite)
 {
 	const char *p = o->suites;
 	size_t l = strlen(suite);
@@ -160,7 +54,7 @@ static int glob_selected(const char *globs, const struct bench_case *c)
 	return 0;
 }
 
-static int selected(const struct opts *o, const struct bench_case *c)
+static int selected(const struct bench_opts *o, const struct bench_case *c)
 {
 
 	if (!suite_selected(o, c->suite))
@@ -173,406 +67,6 @@ static int selected(const struct opts *o, const struct bench_case *c)
 	if (o->worker)
 		return !strcmp(o->glob, c->name);
 	return glob_selected(o->glob, c);
-}
-
-static double runq_wait(void)
-{
-	char buf[128];
-	unsigned long long run, wait;
-	ssize_t r;
-
-	if (runq_fd < 0)
-		return 0;
-	r = pread(runq_fd, buf, sizeof(buf) - 1, 0);
-	if (r <= 0)
-		return 0;
-	buf[r] = 0;
-	if (sscanf(buf, "%llu %llu", &run, &wait) != 2)
-		return 0;
-	return (double)wait;
-}
-
-/* A span from @t0, @w0 (now(), runq_wait() at its start) to now. */
-static double span_since(double t0, double w0)
-{
-	double t = now() - t0, w = runq_wait() - w0;
-
-	return w > 0 && w < t ? t - w : t;
-}
-
-static double timed(const struct bench_case *c, struct bench_run *run,
-		    uint64_t n, int *err)
-{
-	double t0, w0, t;
-
-	run->manual_ns = -1;
-	w0 = runq_wait();
-	t0 = now();
-	*err = c->run(run, n);
-	t = span_since(t0, w0);
-	return run->manual_ns >= 0 ? run->manual_ns : t;
-}
-
-/*
- * On a terminal, a case whose samples take a while shows which sample it
- * is at (on stderr, erased when the case ends): i < 0 erases.
- */
-static void progress(const struct bench_case *c, int i, int repeats, double sample_ns)
-{
-	static int shown;
-
-	if (!isatty(STDERR_FILENO))
-		return;
-	if (i < 0) {
-		if (shown)
-			fputs("\r\033[K", stderr);
-		shown = 0;
-		return;
-	}
-	if (!shown && sample_ns < 2e8)	/* under 0.2 s a sample: no need */
-		return;
-	fprintf(stderr, "\r\033[K  %s/%s: sample %d of %d", c->suite, c->name,
-		i + 1, repeats);
-	shown = 1;
-}
-
-/*
- * Samples per case: --repeat, else BENCH_FAST_REPEATS (10) for --fast,
- * 9 instruction counts, 15. --fast takes enough for a baseline comparison
- * to judge (BENCH_MIN_SAMPLES), each sample shorter instead.
- */
-static int repeats_of(const struct opts *o)
-{
-	if (o->repeat > 0)
-		return o->repeat;
-	return o->fast ? BENCH_FAST_REPEATS : (o->unit == BENCH_INSN ? 9 : 15);
-}
-
-/*
- * Processes per case: --procs, else BENCH_PROCS for a full run in ns; one
- * for --fast (a smoke test) and for instruction counts (where a process's
- * placement changes nothing counted).
- */
-static int procs_of(const struct opts *o)
-{
-	if (o->procs > 0)
-		return o->procs;
-	return o->fast || o->unit == BENCH_INSN ? 1 : BENCH_PROCS;
-}
-
-/* Sample length, in clock units: instructions in the icount VM. */
-static double sample_target_of(const struct opts *o)
-{
-	if (o->fast)
-		return BENCH_FAST_SAMPLE;
-	return o->unit == BENCH_INSN ? 3e6 : 1e7;
-}
-
-/* The reference workload: fixed work, a chain the compiler cannot fold. */
-static void __attribute__((noinline)) reference_loop(uint64_t iters)
-{
-	uint64_t x = 1, i;
-
-	for (i = 0; i < iters; i++) {
-		x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
-		bench_launder(x);
-	}
-	bench_keep(x);
-}
-
-/* BENCH_REF_PER_POINT reference samples into @h (room was made for them). */
-static void reference_point(struct bench_header *h)
-{
-	int i;
-
-	for (i = 0; i < BENCH_REF_PER_POINT; i++) {
-		double w0 = runq_wait(), t0 = now();
-
-		reference_loop(h->ref_iters);
-		h->ref[h->ref_n++] = span_since(t0, w0) / (double)h->ref_iters;
-	}
-}
-
-/* A result's fields that come from the case itself; -ENOMEM fails it. */
-static int result_init(const struct opts *o, const struct bench_case *c,
-		       struct bench_result *res)
-{
-	memset(res, 0, sizeof(*res));
-	res->suite = strdup(c->suite);
-	res->name = strdup(c->name);
-	res->unit = o->unit;
-	res->ops_per_iter = c->ops > 0 ? c->ops : 1;
-	res->bytes = c->bytes;
-	res->ref = c->ref ? strdup(c->ref) : NULL;
-	res->target = c->target;
-	res->target_ratio = c->target_ratio;
-	res->note = c->note;
-	if (!res->suite || !res->name || (c->ref && !res->ref)) {
-		res->status = BENCH_FAILED;
-		snprintf(res->why, sizeof(res->why), "out of memory");
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Run case @c in this process. */
-static void run_case(const struct opts *o, const struct bench_case *c,
-		     struct bench_result *res)
-{
-	double target, t = 0, ops = c->ops > 0 ? c->ops : 1;
-	struct bench_run run = { .c = c, .fast = o->fast, .unit = o->unit };
-	int repeats = repeats_of(o), err = 0, i;
-	uint64_t n = 1, m0, total;
-
-	if (result_init(o, c, res))
-		return;
-	target = sample_target_of(o);
-
-	err = c->setup ? c->setup(&run) : 0;
-	if (err == BENCH_SKIP) {
-		res->status = BENCH_SKIPPED;
-		memcpy(res->why, run.why, sizeof(res->why));
-		return;
-	}
-	if (err)
-		goto failed;
-	if (run.bytes)
-		res->bytes = run.bytes;
-	/* Calibrate: grow n until a call lasts about the target. */
-	for (;;) {
-		t = timed(c, &run, n, &err);
-		if (err)
-			goto failed;
-		if (t >= target / 2 || n >= (1ULL << 40))
-			break;
-		if (t < target / 1000)
-			n *= 100;
-		else
-			n = (uint64_t)((double)n * target / t) + 1;
-	}
-	if (t > target && n > 1)
-		n = (uint64_t)((double)n * target / t);
-	if (!n)
-		n = 1;
-	/* Warm-up at the final count. */
-	if (!o->fast) {
-		timed(c, &run, n, &err);
-		if (err)
-			goto failed;
-	}
-	res->samples = calloc((size_t)repeats, sizeof(double));
-	if (!res->samples) {
-		err = bench_fail(&run, ENOMEM, "samples");
-		goto failed;
-	}
-	m0 = bench_malloc_count();
-	for (i = 0; i < repeats; i++) {
-		progress(c, i, repeats, t);
-		t = timed(c, &run, n, &err);
-		if (err)
-			goto failed;
-		res->samples[i] = t / ((double)n * ops);
-	}
-	progress(c, -1, 0, 0);
-	total = bench_malloc_count() - m0;
-	res->iters = n;
-	res->allocs_per_op = (double)total / ((double)n * ops * repeats);
-	{
-		/* Stats sort their input: keep samples in run order. */
-		double *sorted = malloc((size_t)repeats * sizeof(double));
-
-		if (!sorted) {
-			err = bench_fail(&run, ENOMEM, "samples");
-			goto failed;
-		}
-		memcpy(sorted, res->samples, (size_t)repeats * sizeof(double));
-		bench_stats_compute(sorted, (size_t)repeats, &res->st);
-		free(sorted);
-	}
-	res->pmed = malloc(sizeof(*res->pmed));
-	if (!res->pmed) {
-		err = bench_fail(&run, ENOMEM, "samples");
-		goto failed;
-	}
-	res->pmed[0] = res->st.median;
-	res->np = 1;
-	res->status = BENCH_OK;
-	if (c->teardown)
-		c->teardown(&run);
-	return;
-failed:
-	res->status = BENCH_FAILED;
-	if (run.why[0])
-		memcpy(res->why, run.why, sizeof(res->why));
-	else
-		snprintf(res->why, sizeof(res->why), "error %d (%s)", err,
-			 strerror(err < 0 ? -err : err));
-	if (c->teardown)
-		c->teardown(&run);
-}
-
-/*
- * One process of case @c: this program again (/proc/self/exe), told to
- * run that case alone with this run's settings and to write its result
- * to an unlinked temporary file; its standard output goes nowhere. A fresh exec,
- * not a fork: the new process gets its own stack, heap and mappings.
- */
-static int run_worker(const struct opts *o, const struct bench_case *c,
-		      struct bench_result **wr, size_t *wn, char *why, size_t len)
-{
-	const char *dir = getenv("TMPDIR");
-	char tmp[4096], rep[16], exe[4096], *argv[18];
-	struct bench_header wh;
-	int fd, st = 0, argc = 0, err;
-	ssize_t len_exe;
-	pid_t pid;
-
-	snprintf(tmp, sizeof(tmp), "%s/tio-bench-XXXXXX.json",
-		 dir && *dir ? dir : "/tmp");
-	fd = mkstemps(tmp, 5);
-	if (fd < 0) {
-		err = -errno;
-		snprintf(why, len, "a result file for its process in %s: %s",
-			 dir && *dir ? dir : "/tmp", strerror(-err));
-		return err;
-	}
-	/*
-	 * Unlinked at once: an interrupted run leaves nothing behind. The
-	 * worker writes it as /dev/fd/N (inherited), this process reads it
-	 * back as /proc/self/fd/N.
-	 */
-	unlink(tmp);
-	snprintf(tmp, sizeof(tmp), "/dev/fd/%d", fd);
-	snprintf(rep, sizeof(rep), "%d", repeats_of(o));
-	argv[argc++] = "tio-bench";
-	argv[argc++] = "--worker";
-	argv[argc++] = "--suite";
-	argv[argc++] = (char *)c->suite;
-	argv[argc++] = "--case";
-	argv[argc++] = (char *)c->name;
-	argv[argc++] = "--repeat";
-	argv[argc++] = rep;
-	argv[argc++] = "--unit";
-	argv[argc++] = o->unit == BENCH_INSN ? "insn" : "ns";
-	argv[argc++] = "--clock";
-	argv[argc++] = runq_fd >= 0 ? "run" : "wall";
-	if (o->fast)
-		argv[argc++] = "--fast";
-	argv[argc++] = "--json";
-	argv[argc++] = tmp;
-	argv[argc] = NULL;
-	/* The path, not /proc/self/exe itself: under valgrind that is valgrind. */
-	len_exe = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len_exe > 0)
-		exe[len_exe] = 0;
-	else
-		snprintf(exe, sizeof(exe), "/proc/self/exe");
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	if (pid < 0) {
-		err = -errno;
-		close(fd);
-		snprintf(why, len, "fork for its process: %s", strerror(-err));
-		return err;
-	}
-	if (!pid) {
-		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		if (fd >= 0)
-			dup2(fd, STDOUT_FILENO);
-		execv(exe, argv);
-		fprintf(stderr, "tio-bench: exec %s: %s\n", exe, strerror(errno));
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	snprintf(tmp, sizeof(tmp), "/proc/self/fd/%d", fd);
-	err = bench_load_json(tmp, &wh, wr, wn);
-	close(fd);
-	if (!err) {
-		bench_header_free(&wh);
-		if (*wn == 1)
-			return 0;
-		bench_results_free(*wr, *wn);
-		err = -EPROTO;
-	}
-	snprintf(why, len, "its process %s %d and left no result",
-		 WIFSIGNALED(st) ? "was killed by signal" : "exited with status",
-		 WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
-	return err;
-}
-
-/*
- * A case in several processes is measured in rounds: round @p runs
- * process @p of every case, so that a case's processes lie apart in time
- * as well as in memory. proc_begin() makes room, proc_round() runs one
- * process and adds its samples and median, proc_end() summarises.
- */
-static void proc_begin(const struct opts *o, const struct bench_case *c,
-		       struct bench_result *res)
-{
-	size_t np = (size_t)procs_of(o), repeats = (size_t)repeats_of(o);
-
-	if (result_init(o, c, res))
-		return;
-	res->pmed = calloc(np, sizeof(*res->pmed));
-	res->samples = calloc(np * repeats, sizeof(*res->samples));
-	if (!res->pmed || !res->samples) {
-		res->status = BENCH_FAILED;
-		snprintf(res->why, sizeof(res->why), "out of memory");
-	}
-}
-
-static void proc_round(const struct opts *o, const struct bench_case *c,
-		       struct bench_result *res)
-{
-	size_t repeats = (size_t)repeats_of(o), cnt;
-	struct bench_result *wr;
-	size_t wn;
-
-	if (res->status != BENCH_OK)
-		return;
-	if (run_worker(o, c, &wr, &wn, res->why, sizeof(res->why))) {
-		res->status = BENCH_FAILED;
-		return;
-	}
-	if (wr->status != BENCH_OK) {
-		res->status = wr->status;
-		memcpy(res->why, wr->why, sizeof(res->why));
-		bench_results_free(wr, wn);
-		return;
-	}
-	cnt = wr->st.n < repeats ? wr->st.n : repeats;
-	memcpy(res->samples + res->st.n, wr->samples, cnt * sizeof(double));
-	res->st.n += cnt;
-	res->pmed[res->np] = wr->st.median;
-	/* The mean over processes, summed here and divided at the end. */
-	res->allocs_per_op += wr->allocs_per_op;
-	if (!res->np) {
-		res->iters = wr->iters;
-		if (wr->bytes)
-			res->bytes = wr->bytes;
-	}
-	res->np++;
-	bench_results_free(wr, wn);
-}
-
-static void proc_end(struct bench_result *res)
-{
-	double *sorted;
-
-	if (res->status != BENCH_OK)
-		return;
-	res->allocs_per_op /= (double)(res->np ? res->np : 1);
-	sorted = malloc((res->st.n ? res->st.n : 1) * sizeof(*sorted));
-	if (!sorted) {
-		res->status = BENCH_FAILED;
-		snprintf(res->why, sizeof(res->why), "out of memory");
-		return;
-	}
-	memcpy(sorted, res->samples, res->st.n * sizeof(*sorted));
-	bench_stats_compute(sorted, res->st.n, &res->st);
-	free(sorted);
 }
 
 /* The ratio of result @i to its suite's reference row, once both exist. */
@@ -592,7 +86,7 @@ static void set_ratio(struct bench_result *res, size_t i)
 }
 
 /* The case column's width: the longest selected name of the suite. */
-static int name_width(const struct opts *o, const char *suite)
+static int name_width(const struct bench_opts *o, const char *suite)
 {
 	const struct bench_case *c;
 	size_t w = 4;
@@ -657,7 +151,7 @@ static int check_output(const char *opt, const char *path, int make_dir)
 }
 
 /* Every path the run will use, checked before the first case runs. */
-static int check_paths(const struct opts *o)
+static int check_paths(const struct bench_opts *o)
 {
 	char path[4096], why[256];
 
@@ -692,7 +186,7 @@ static int check_paths(const struct opts *o)
 }
 
 /* Result @i's row (under its suite's head when it is the first) and TAP line. */
-static void report_row(const struct opts *o, struct bench_result *res, size_t i)
+static void report_row(const struct bench_opts *o, struct bench_result *res, size_t i)
 {
 	const struct bench_result *x = &res[i];
 	int w = name_width(o, x->suite);
@@ -769,7 +263,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct opts o = { .unit = BENCH_NS };
+	struct bench_opts o = { .unit = BENCH_NS };
 	const char *unit = "auto", *clock = "auto";
 	struct bench_result *res;
 	struct bench_header h;
@@ -826,7 +320,7 @@ int main(int argc, char **argv)
 	if (!strcmp(unit, "insn"))
 		o.unit = BENCH_INSN;
 	else if (!strcmp(unit, "auto"))
-		o.unit = icount_mode() ? BENCH_INSN : BENCH_NS;
+		o.unit = bench_icount_mode() ? BENCH_INSN : BENCH_NS;
 	else if (strcmp(unit, "ns")) {
 		usage(stderr);
 		return 2;
@@ -836,14 +330,11 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	/* Run-queue wait is taken off host wall-clock figures only. */
-	if (o.unit == BENCH_NS && strcmp(clock, "wall")) {
-		runq_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-		if (runq_fd < 0 && !strcmp(clock, "run")) {
-			fprintf(stderr, "tio-bench: --clock run: /proc/thread-self/schedstat: %s\n",
-				strerror(errno));
-			return 2;
-		}
+	err = bench_clock_init(o.unit, clock);
+	if (err) {
+		fprintf(stderr, "tio-bench: --clock run: /proc/thread-self/schedstat: %s\n",
+			strerror(-err));
+		return 2;
 	}
 	if (o.load) {
 		err = bench_load_json(o.load, &h, &res, &n);
@@ -878,11 +369,11 @@ int main(int argc, char **argv)
 	}
 	if (check_paths(&o))
 		return 2;
-	make_header(&h, o.unit);
+	bench_make_header(&h, o.unit);
 	h.fast = o.fast;
-	h.repeats = repeats_of(&o);
-	h.procs = procs_of(&o);
-	h.sample_target = sample_target_of(&o);
+	h.repeats = bench_repeats_of(&o);
+	h.procs = bench_procs_of(&o);
+	h.sample_target = bench_sample_target_of(&o);
 	h.ref_iters = BENCH_REF_ITERS;
 	h.ref = calloc((n * (size_t)h.procs + 1) * BENCH_REF_PER_POINT, sizeof(*h.ref));
 	if (!h.ref) {
@@ -891,7 +382,7 @@ int main(int argc, char **argv)
 	}
 	bench_print_header(stdout, &h, "# ");
 	fflush(stdout);
-	rounds = procs_of(&o);
+	rounds = bench_procs_of(&o);
 	for (round = 0; round < rounds; round++) {
 		if (rounds > 1) {
 			printf("%s# round %d of %d: process %d of every case%s\n",
@@ -903,17 +394,17 @@ int main(int argc, char **argv)
 		for (c = bench_cases(); c; c = c->next) {
 			if (!selected(&o, c))
 				continue;
-			reference_point(&h);
+			bench_reference_point(&h);
 			if (rounds == 1) {
-				run_case(&o, c, &res[i]);
+				bench_run_case(&o, c, &res[i]);
 			} else {
 				if (!round)
-					proc_begin(&o, c, &res[i]);
-				proc_round(&o, c, &res[i]);
+					bench_proc_begin(&o, c, &res[i]);
+				bench_proc_round(&o, c, &res[i]);
 			}
 			if (round + 1 == rounds) {
 				if (rounds > 1)
-					proc_end(&res[i]);
+					bench_proc_end(&res[i]);
 				report_row(&o, res, i);
 				if (res[i].status == BENCH_FAILED)
 					rc = 1;
@@ -921,7 +412,7 @@ int main(int argc, char **argv)
 			i++;
 		}
 	}
-	reference_point(&h);
+	bench_reference_point(&h);
 	putchar('\n');
 	bench_print_reference(stdout, &h, "# ");
 	if (o.tap)
@@ -984,3 +475,4 @@ written:
 	bench_header_free(&h);
 	return rc;
 }
+
