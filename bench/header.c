@@ -56,6 +56,8 @@ void bench_make_header(struct bench_header *h, enum bench_unit unit)
 	uname(&u);
 	snprintf(h->machine, sizeof(h->machine), "%s, %s, %ld cpus", u.nodename,
 		 model, sysconf(_SC_NPROCESSORS_ONLN));
+	snprintf(h->cpu, sizeof(h->cpu), "%s", model);
+	h->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	snprintf(h->kernel, sizeof(h->kernel), "%s %s %s", u.sysname, u.release,
 		 u.machine);
 	env = getenv("TIO_BACKEND");

@@ -97,94 +97,6 @@ static int name_width(const struct bench_opts *o, const char *suite)
 	return (int)w;
 }
 
-/* mkdir -p of @path's directory part (the file itself is not made). */
-static int make_parent(const char *path)
-{
-	char dir[4096], *p;
-
-	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
-		return -ENAMETOOLONG;
-	p = strrchr(dir, '/');
-	if (!p || p == dir)
-		return 0;
-	*p = 0;
-	for (p = dir + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(dir, 0777) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(dir, 0777) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* An output file: its directory must exist (or be made) and be writable. */
-static int check_output(const char *opt, const char *path, int make_dir)
-{
-	char dir[4096], *p;
-	int err = 0;
-
-	if (!strcmp(path, "-"))
-		return 0;
-	if (make_dir)
-		err = make_parent(path);
-	snprintf(dir, sizeof(dir), "%s", path);
-	p = strrchr(dir, '/');
-	if (!p)
-		snprintf(dir, sizeof(dir), ".");
-	else if (p == dir)
-		dir[1] = 0;
-	else
-		*p = 0;
-	if (!err && access(dir, W_OK))
-		err = -errno;
-	if (!err && !access(path, F_OK) && access(path, W_OK))
-		err = -errno;
-	if (err)
-		fprintf(stderr, "tio-bench: %s %s: %s%s: %s\n", opt, path,
-			make_dir ? "cannot create or write " : "cannot write in ",
-			dir, strerror(-err));
-	return err;
-}
-
-/* Every path the run will use, checked before the first case runs. */
-static int check_paths(const struct bench_opts *o)
-{
-	char path[4096], why[256];
-
-	if ((o->json && check_output("--json", o->json, 0)) ||
-	    (o->md && check_output("--md", o->md, 0)))
-		return -1;
-	if (o->plot) {
-		snprintf(path, sizeof(path), "%s/x", o->plot);
-		if (check_output("--plot", path, 1))
-			return -1;
-	}
-	if (o->save) {
-		if (bench_baseline_path(o->save, path, sizeof(path))) {
-			fprintf(stderr, "tio-bench: --save-baseline %s: name too long\n", o->save);
-			return -1;
-		}
-		if (check_output("--save-baseline", path, 1))
-			return -1;
-	}
-	if (o->baseline) {
-		if (bench_baseline_path(o->baseline, path, sizeof(path))) {
-			fprintf(stderr, "tio-bench: --baseline %s: name too long\n", o->baseline);
-			return -1;
-		}
-		if (bench_baseline_check(path, why, sizeof(why))) {
-			fprintf(stderr, "tio-bench: --baseline %s: %s: %s\n", o->baseline,
-				path, why);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 /* Result @i's row (under its suite's head when it is the first) and TAP line. */
 static void report_row(const struct bench_opts *o, struct bench_result *res, size_t i)
 {
@@ -194,6 +106,9 @@ static void report_row(const struct bench_opts *o, struct bench_result *res, siz
 	if (!i || strcmp(res[i - 1].suite, x->suite))
 		bench_print_table_head(stdout, x->suite, o->unit, w);
 	set_ratio(res, i);
+	bench_targets_judge(res, i + 1);
+	if (res[i].goal.verdict == BENCH_T_UNJUDGED)
+		res[i].goal.verdict = BENCH_T_NONE;	/* its reference may run later */
 	bench_print_row(stdout, x, w);
 	if (!o->tap)
 		return;
@@ -223,9 +138,15 @@ static void usage(FILE *f)
 	      "  --clock auto|run|wall  run (auto where the kernel has schedstat):\n"
 	      "                     ns less the time the thread waited for a CPU\n"
 	      "  --list             list the cases and exit\n"
+	      "  --list-targets     list the project's targets (bench/targets.c); exit 1\n"
+	      "                     when one names a case no suite has\n"
 	      "  --tap              a TAP line per case\n"
-	      "  --json FILE, --md FILE, --plot DIR   write results\n"
-	      "  --load FILE        report a saved JSON run instead of running\n"
+	      "  --json FILE, --md FILE, --plot DIR   write results (--plot also draws\n"
+	      "                     overhead-batch.png: cost per command against batch size)\n"
+	      "  --title TEXT       the --md report's title\n"
+	      "  --load FILE        report a saved JSON run instead of running; again for\n"
+	      "                     several runs in one report (--md, --plot)\n"
+	      "  --targets          with --load: only the targets' verdicts and the total\n"
 	      "  --save-baseline NAME, --baseline NAME\n"
 	      "                     save / compare: warns when the 95% interval of a\n"
 	      "                     median's change, less the reference loop's own\n"
@@ -235,11 +156,14 @@ static void usage(FILE *f)
 	      "                     run must also be that far beyond the baseline's.\n"
 	      "                     This run's figures are first divided by the scale,\n"
 	      "                     the ratio of the two runs' reference-loop medians\n"
-	      "                     (machine drift; applied when beyond that variation)\n",
+	      "                     (machine drift; applied when beyond that variation)\n"
+	      "A run ends with its targets and the line \"targets: N met, M missed\";\n"
+	      "a missed target is a verdict, not a failure (exit 1: a case failed).\n",
 	      f);
 }
 
-int main(int argc, char **argv)
+/* The options; 0, or the exit code of a bad command line (2) or of --help (0). */
+static int parse(int argc, char **argv, struct bench_opts *o, int *done)
 {
 	static const struct option lo[] = {
 		{ "suite", required_argument, NULL, 's' },
@@ -253,100 +177,158 @@ int main(int argc, char **argv)
 		{ "clock", required_argument, NULL, 'C' },
 		{ "unit", required_argument, NULL, 'u' },
 		{ "list", no_argument, NULL, 'l' },
+		{ "list-targets", no_argument, NULL, 'T' },
 		{ "tap", no_argument, NULL, 't' },
 		{ "json", required_argument, NULL, 'j' },
 		{ "md", required_argument, NULL, 'm' },
+		{ "title", required_argument, NULL, 'i' },
 		{ "plot", required_argument, NULL, 'p' },
 		{ "save-baseline", required_argument, NULL, 'S' },
 		{ "baseline", required_argument, NULL, 'B' },
 		{ "load", required_argument, NULL, 'L' },
+		{ "targets", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct bench_opts o = { .unit = BENCH_NS };
 	const char *unit = "auto", *clock = "auto";
-	struct bench_result *res;
-	struct bench_header h;
-	struct bench_case *c;
-	size_t n = 0, i, j;
-	int ch, rc = 0, err, round, rounds;
-	char path[4096];
+	int ch, err;
 
+	*done = 1;
 	while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (ch) {
-		case 's': o.suites = optarg; break;
-		case 'c': o.glob = optarg; break;
-		case 'z': o.size = optarg; break;
-		case 'f': o.fast = 1; break;
-		case 'r': o.repeat = atoi(optarg); break;
+		case 's': o->suites = optarg; break;
+		case 'c': o->glob = optarg; break;
+		case 'z': o->size = optarg; break;
+		case 'f': o->fast = 1; break;
+		case 'r': o->repeat = atoi(optarg); break;
 		case 'P':
-			o.procs = atoi(optarg);
-			if (o.procs < 1 || o.procs > BENCH_PROCS_MAX) {
+			o->procs = atoi(optarg);
+			if (o->procs < 1 || o->procs > BENCH_PROCS_MAX) {
 				fprintf(stderr, "tio-bench: --procs %s: 1 to %d\n",
 					optarg, BENCH_PROCS_MAX);
 				return 2;
 			}
 			break;
-		case 'W': o.worker = 1; break;
+		case 'W': o->worker = 1; break;
 		case 'C': clock = optarg; break;
 		case 'u': unit = optarg; break;
-		case 'l': o.list = 1; break;
-		case 't': o.tap = 1; break;
-		case 'j': o.json = optarg; break;
-		case 'm': o.md = optarg; break;
-		case 'p': o.plot = optarg; break;
-		case 'S': o.save = optarg; break;
-		case 'B': o.baseline = optarg; break;
-		case 'L': o.load = optarg; break;
+		case 'l': o->list = 1; break;
+		case 'T': o->list_targets = 1; break;
+		case 't': o->tap = 1; break;
+		case 'j': o->json = optarg; break;
+		case 'm': o->md = optarg; break;
+		case 'i': o->title = optarg; break;
+		case 'p': o->plot = optarg; break;
+		case 'S': o->save = optarg; break;
+		case 'B': o->baseline = optarg; break;
+		case 'L':
+			if (o->nload == BENCH_LOADS_MAX) {
+				fprintf(stderr, "tio-bench: --load: at most %d\n", BENCH_LOADS_MAX);
+				return 2;
+			}
+			o->load[o->nload++] = optarg;
+			break;
+		case 'V': o->targets = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind < argc || (o.size && strcmp(o.size, "small") &&
-	    strcmp(o.size, "medium") && strcmp(o.size, "large") &&
-	    strcmp(o.size, "all")) || o.repeat < 0) {
+	if (optind < argc || (o->size && strcmp(o->size, "small") &&
+	    strcmp(o->size, "medium") && strcmp(o->size, "large") &&
+	    strcmp(o->size, "all")) || o->repeat < 0 || (o->targets && !o->nload)) {
 		usage(stderr);
 		return 2;
 	}
-	if (o.worker) {
+	if (o->worker) {
 		/* One case, in this process, for a parent tio-bench. */
-		if (!o.suites || !o.glob || !o.json) {
+		if (!o->suites || !o->glob || !o->json) {
 			fputs("tio-bench: --worker needs --suite, --case and --json\n",
 			      stderr);
 			return 2;
 		}
-		o.procs = 1;
+		o->procs = 1;
 	}
 	if (!strcmp(unit, "insn"))
-		o.unit = BENCH_INSN;
+		o->unit = BENCH_INSN;
 	else if (!strcmp(unit, "auto"))
-		o.unit = bench_icount_mode() ? BENCH_INSN : BENCH_NS;
+		o->unit = bench_icount_mode() ? BENCH_INSN : BENCH_NS;
 	else if (strcmp(unit, "ns")) {
 		usage(stderr);
 		return 2;
 	}
-
 	if (strcmp(clock, "auto") && strcmp(clock, "run") && strcmp(clock, "wall")) {
 		usage(stderr);
 		return 2;
 	}
-	err = bench_clock_init(o.unit, clock);
+	err = bench_clock_init(o->unit, clock);
 	if (err) {
 		fprintf(stderr, "tio-bench: --clock run: /proc/thread-self/schedstat: %s\n",
 			strerror(-err));
 		return 2;
 	}
-	if (o.load) {
-		err = bench_load_json(o.load, &h, &res, &n);
-		if (err) {
-			fprintf(stderr, "tio-bench: %s: %s\n", o.load,
-				err == -EINVAL ? "not a tio-bench result" :
-				strerror(-err));
-			return 1;
+	*done = 0;
+	return 0;
+}
+
+/* Every selected case, @rounds processes each (1: in this process). */
+static int run_all(const struct bench_opts *o, struct bench_header *h,
+		   struct bench_result *res, size_t n)
+{
+	int round, rounds = bench_procs_of(o), rc = 0;
+	const struct bench_case *c;
+	size_t i;
+
+	for (round = 0; round < rounds; round++) {
+		if (rounds > 1) {
+			printf("%s# round %d of %d: process %d of every case%s\n",
+			       round ? "" : "\n", round + 1, rounds, round + 1,
+			       round + 1 < rounds ? "" : " (rows as each case ends)");
+			fflush(stdout);
 		}
-		bench_print_header(stdout, &h, "# ");
-		goto report;
+		i = 0;
+		for (c = bench_cases(); c; c = c->next) {
+			if (!selected(o, c))
+				continue;
+			bench_reference_point(h);
+			if (rounds == 1) {
+				bench_run_case(o, c, &res[i]);
+			} else {
+				if (!round)
+					bench_proc_begin(o, c, &res[i]);
+				bench_proc_round(o, c, &res[i]);
+			}
+			if (round + 1 == rounds) {
+				if (rounds > 1)
+					bench_proc_end(&res[i]);
+				report_row(o, res, i);
+				if (res[i].status == BENCH_FAILED)
+					rc = 1;
+			}
+			i++;
+		}
 	}
+	bench_reference_point(h);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o = { .unit = BENCH_NS };
+	struct bench_tally t = { 0 };
+	struct bench_runset set;
+	struct bench_result *res;
+	struct bench_header h;
+	struct bench_case *c;
+	size_t n = 0, i;
+	int rc, done;
+
+	rc = parse(argc, argv, &o, &done);
+	if (done)
+		return rc;
+	if (o.list_targets)
+		return bench_list_targets();
+	if (o.nload)
+		return bench_report_loaded(&o);
 	for (c = bench_cases(); c; c = c->next)
 		if (selected(&o, c))
 			n++;
@@ -362,13 +344,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tio-bench: no case matches\n");
 		return 2;
 	}
+	if (bench_check_paths(&o))
+		return 2;
 	res = calloc(n, sizeof(*res));
 	if (!res) {
 		perror("tio-bench");
 		return 1;
 	}
-	if (check_paths(&o))
-		return 2;
 	bench_make_header(&h, o.unit);
 	h.fast = o.fast;
 	h.repeats = bench_repeats_of(&o);
@@ -378,101 +360,29 @@ int main(int argc, char **argv)
 	h.ref = calloc((n * (size_t)h.procs + 1) * BENCH_REF_PER_POINT, sizeof(*h.ref));
 	if (!h.ref) {
 		perror("tio-bench");
+		free(res);
 		return 1;
 	}
 	bench_print_header(stdout, &h, "# ");
 	fflush(stdout);
-	rounds = bench_procs_of(&o);
-	for (round = 0; round < rounds; round++) {
-		if (rounds > 1) {
-			printf("%s# round %d of %d: process %d of every case%s\n",
-			       round ? "" : "\n", round + 1, rounds, round + 1,
-			       round + 1 < rounds ? "" : " (rows as each case ends)");
-			fflush(stdout);
-		}
-		i = 0;
-		for (c = bench_cases(); c; c = c->next) {
-			if (!selected(&o, c))
-				continue;
-			bench_reference_point(&h);
-			if (rounds == 1) {
-				bench_run_case(&o, c, &res[i]);
-			} else {
-				if (!round)
-					bench_proc_begin(&o, c, &res[i]);
-				bench_proc_round(&o, c, &res[i]);
-			}
-			if (round + 1 == rounds) {
-				if (rounds > 1)
-					bench_proc_end(&res[i]);
-				report_row(&o, res, i);
-				if (res[i].status == BENCH_FAILED)
-					rc = 1;
-			}
-			i++;
-		}
-	}
-	bench_reference_point(&h);
+	rc = run_all(&o, &h, res, n);
 	putchar('\n');
 	bench_print_reference(stdout, &h, "# ");
-	if (o.tap)
-		printf("1..%zu\n", n);
-	/* A reference that ran after its rows: their ratios now. */
+	/* A reference row that ran after its rows: their ratios and verdicts now. */
 	for (i = 0; i < n; i++)
 		set_ratio(res, i);
-	goto written;
-report:
-	for (i = 0; i < n; i++) {
-		for (j = 0; j < i; j++)
-			if (!strcmp(res[j].suite, res[i].suite))
-				break;
-		if (j == i)
-			bench_print_table(stdout, res, n, res[i].suite);
-		if (res[i].status == BENCH_FAILED)
-			rc = 1;
+	bench_targets_judge(res, n);
+	bench_targets_tally(res, n, &t);
+	if (!o.worker && t.met + t.missed + t.unjudged) {
+		bench_print_targets(stdout, res, n, NULL);
+		bench_print_verdict(stdout, &t);
 	}
-written:
-	if (o.json && (err = bench_write_json(o.json, &h, res, n))) {
-		fprintf(stderr, "tio-bench: %s: %s\n", o.json, strerror(-err));
+	if (o.tap)
+		printf("1..%zu\n", n);
+	set = (struct bench_runset){ .h = &h, .r = res, .n = n };
+	if (bench_write_outputs(&o, &set, 1))
 		rc = 1;
-	}
-	if (o.md && (err = bench_write_md(o.md, &h, res, n))) {
-		fprintf(stderr, "tio-bench: %s: %s\n", o.md, strerror(-err));
-		rc = 1;
-	}
-	if (o.plot && (err = bench_write_plots(o.plot, &h, res, n))) {
-		fprintf(stderr, "tio-bench: plots in %s: %s\n", o.plot,
-			err == -ENOENT ? "gnuplot not found" : strerror(-err));
-		rc = 1;
-	}
-	if (o.save) {
-		err = bench_baseline_path(o.save, path, sizeof(path));
-		if (!err)
-			err = bench_write_json(path, &h, res, n);
-		if (err) {
-			fprintf(stderr, "tio-bench: baseline %s: %s\n", o.save,
-				strerror(-err));
-			rc = 1;
-		} else {
-			printf("baseline saved: %s\n", path);
-		}
-	}
-	if (o.baseline) {
-		err = bench_baseline_path(o.baseline, path, sizeof(path));
-		if (!err)
-			err = bench_baseline_compare(path, &h, res, n, stdout);
-		if (err < 0) {
-			fprintf(stderr, "tio-bench: baseline %s: %s\n", path,
-				strerror(-err));
-			rc = 1;
-		} else if (err == BENCH_FAIL) {
-			printf("baseline: regression over %.0f%%: failing\n",
-			       BENCH_FAIL_PCT);
-			rc = 1;
-		}
-	}
 	bench_results_free(res, n);
 	bench_header_free(&h);
 	return rc;
 }
-

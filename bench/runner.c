@@ -183,10 +183,9 @@ static int result_init(const struct bench_opts *o, const struct bench_case *c,
 	res->ops_per_iter = c->ops > 0 ? c->ops : 1;
 	res->bytes = c->bytes;
 	res->ref = c->ref ? strdup(c->ref) : NULL;
-	res->target = c->target;
-	res->target_ratio = c->target_ratio;
 	res->note = c->note;
-	if (!res->suite || !res->name || (c->ref && !res->ref)) {
+	if (!res->suite || !res->name || (c->ref && !res->ref) ||
+	    bench_goal_set(&res->goal, bench_target_of(c->suite, c->name), o->unit)) {
 		res->status = BENCH_FAILED;
 		snprintf(res->why, sizeof(res->why), "out of memory");
 		return -ENOMEM;

@@ -9,14 +9,20 @@
 
 #include "bench.h"
 
+/* --load FILE, at most this many times. */
+#define BENCH_LOADS_MAX	16
+
 /**
  * struct bench_opts - what the command line asked for
  * @suites: comma-separated suites, NULL or "all" for every one
  * @glob: comma-separated case globs, NULL for every case
  * @size: size class, NULL or "all" for every one
  * @json, @md, @plot, @save, @baseline: outputs, NULL for none
- * @load: a saved run to report instead of running
+ * @load: saved runs to report instead of running (@nload of them)
+ * @title: the Markdown report's title, NULL for the default
  * @fast, @list, @tap: --fast, --list, --tap
+ * @targets: report only the targets' verdicts
+ * @list_targets: list the targets and check that their cases exist
  * @repeat: samples per case and process (0: the default)
  * @procs: processes per case (0: the default)
  * @worker: run exactly --suite/--case, for a parent tio-bench
@@ -26,8 +32,11 @@ struct bench_opts {
 	const char *suites;
 	const char *glob;
 	const char *size;
-	const char *json, *md, *plot, *save, *baseline, *load;
-	int fast, list, tap, repeat, procs;
+	const char *json, *md, *plot, *save, *baseline;
+	const char *load[BENCH_LOADS_MAX];
+	int nload;
+	const char *title;
+	int fast, list, tap, repeat, procs, targets, list_targets;
 	int worker;
 	enum bench_unit unit;
 };
@@ -55,6 +64,12 @@ void bench_proc_begin(const struct bench_opts *o, const struct bench_case *c,
 void bench_proc_round(const struct bench_opts *o, const struct bench_case *c,
 		      struct bench_result *res);
 void bench_proc_end(struct bench_result *res);
+
+/* Outputs and reports (outputs.c). */
+int bench_check_paths(const struct bench_opts *o);
+int bench_write_outputs(const struct bench_opts *o, struct bench_runset *s, size_t ns);
+int bench_report_loaded(const struct bench_opts *o);
+int bench_list_targets(void);
 
 /* The run header (header.c). */
 int bench_icount_mode(void);

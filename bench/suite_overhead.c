@@ -377,33 +377,33 @@ static void badioctl_teardown(struct bench_run *run)
 	.setup = ovh_lib_setup, .run = ovh_lib_run, .teardown = ovh_lib_teardown,	\
 	.arg = ARG(k, P_IOCTL, 1) }
 
-#define ROW(n, k, p, b, sz, r, tr, what) {				\
+#define ROW(n, k, p, b, sz, r, what) {					\
 	.suite = "overhead", .name = n, .size = sz, .ref = r,		\
-	.ops = b, .target_ratio = tr, .note = what,			\
+	.ops = b, .note = what,						\
 	.setup = ovh_setup, .run = ovh_run, .teardown = ovh_teardown,	\
 	.arg = ARG(k, p, b) }
 
-#define KIND_ROWS(pfx, k, rt, what)					\
-	ROW(pfx "/ioctl", k, P_IOCTL, 1, NULL, pfx "/ioctl", 0, what),	\
-	ROW(pfx "/uring/b1", k, P_URING, 1, "small", pfx "/ioctl", 0, what), \
-	ROW(pfx "/uring/b4", k, P_URING, 4, "small", pfx "/ioctl", 0, what), \
-	ROW(pfx "/uring/b16", k, P_URING, 16, "medium", pfx "/ioctl", 0, what), \
-	ROW(pfx "/uring/b64", k, P_URING, 64, "medium", pfx "/ioctl", 0.5, what), \
-	ROW(pfx "/uring/b256", k, P_URING, 256, "large", pfx "/ioctl", 0, what), \
-	ROW(pfx "/uring-inline/b1", k, P_URING_INLINE, 1, "small", pfx "/ioctl", 0, what), \
-	ROW(pfx "/uring-inline/b64", k, P_URING_INLINE, 64, "medium", pfx "/ioctl", 0.8, what), \
-	ROW(pfx "/submit/b1", k, P_SUBMIT, 1, "small", pfx "/ioctl", 0, what), \
-	ROW(pfx "/submit/b4", k, P_SUBMIT, 4, "small", pfx "/ioctl", 0, what), \
-	ROW(pfx "/submit/b16", k, P_SUBMIT, 16, "medium", pfx "/ioctl", 0, what), \
-	ROW(pfx "/submit/b64", k, P_SUBMIT, 64, "medium", pfx "/ioctl", 0.1, what), \
-	ROW(pfx "/submit/b256", k, P_SUBMIT, 256, "large", pfx "/ioctl", 0, what), \
-	ROW(pfx "/submit-uring/b64", k, P_SUBMIT_URING, 64, "medium", pfx "/ioctl", 0.1, what), \
-	ROW(pfx "/submit-uring/b256", k, P_SUBMIT_URING, 256, "large", pfx "/ioctl", 0, what), \
-	ROW(pfx "/ring/b1", k, P_RING, 1, "small", pfx "/ioctl", 0, what), \
-	ROW(pfx "/ring/b16", k, P_RING, 16, "medium", pfx "/ioctl", 0, what), \
-	ROW(pfx "/ring/b64", k, P_RING, 64, "medium", pfx "/ioctl", rt, what), \
-	ROW(pfx "/ring/b256", k, P_RING, 256, "large", pfx "/ioctl", 0, what), \
-	ROW(pfx "/ring-uring/b64", k, P_RING_URING, 64, "medium", pfx "/ioctl", 0, what)
+#define KIND_ROWS(pfx, k, what)					\
+	ROW(pfx "/ioctl", k, P_IOCTL, 1, NULL, pfx "/ioctl", what),	\
+	ROW(pfx "/uring/b1", k, P_URING, 1, "small", pfx "/ioctl", what), \
+	ROW(pfx "/uring/b4", k, P_URING, 4, "small", pfx "/ioctl", what), \
+	ROW(pfx "/uring/b16", k, P_URING, 16, "medium", pfx "/ioctl", what), \
+	ROW(pfx "/uring/b64", k, P_URING, 64, "medium", pfx "/ioctl", what), \
+	ROW(pfx "/uring/b256", k, P_URING, 256, "large", pfx "/ioctl", what), \
+	ROW(pfx "/uring-inline/b1", k, P_URING_INLINE, 1, "small", pfx "/ioctl", what), \
+	ROW(pfx "/uring-inline/b64", k, P_URING_INLINE, 64, "medium", pfx "/ioctl", what), \
+	ROW(pfx "/submit/b1", k, P_SUBMIT, 1, "small", pfx "/ioctl", what), \
+	ROW(pfx "/submit/b4", k, P_SUBMIT, 4, "small", pfx "/ioctl", what), \
+	ROW(pfx "/submit/b16", k, P_SUBMIT, 16, "medium", pfx "/ioctl", what), \
+	ROW(pfx "/submit/b64", k, P_SUBMIT, 64, "medium", pfx "/ioctl", what), \
+	ROW(pfx "/submit/b256", k, P_SUBMIT, 256, "large", pfx "/ioctl", what), \
+	ROW(pfx "/submit-uring/b64", k, P_SUBMIT_URING, 64, "medium", pfx "/ioctl", what), \
+	ROW(pfx "/submit-uring/b256", k, P_SUBMIT_URING, 256, "large", pfx "/ioctl", what), \
+	ROW(pfx "/ring/b1", k, P_RING, 1, "small", pfx "/ioctl", what), \
+	ROW(pfx "/ring/b16", k, P_RING, 16, "medium", pfx "/ioctl", what), \
+	ROW(pfx "/ring/b64", k, P_RING, 64, "medium", pfx "/ioctl", what), \
+	ROW(pfx "/ring/b256", k, P_RING, 256, "large", pfx "/ioctl", what), \
+	ROW(pfx "/ring-uring/b64", k, P_RING_URING, 64, "medium", pfx "/ioctl", what)
 
 static struct bench_case cases[] = {
 	{ .suite = "overhead", .name = "calib/1001-insn", .run = calib_run,
@@ -414,9 +414,9 @@ static struct bench_case cases[] = {
 	{ .suite = "overhead", .name = "sys/ioctl-unknown", .setup = badioctl_setup,
 	  .run = badioctl_run, .teardown = badioctl_teardown,
 	  .note = "an unknown tensorio ioctl: VFS ioctl path + rejection" },
-	KIND_ROWS("info", K_INFO, 0.1, "TIO_IOC_INFO, the driver's no-op"),
-	KIND_ROWS("buf4k", K_BUF, 0.7, "a 4 KiB buffer BUF_ALLOC + BUF_FREE"),
-	KIND_ROWS("fence", K_FENCE, 0.3, "FENCE_EMIT + FENCE_SIGNAL on one stream"),
+	KIND_ROWS("info", K_INFO, "TIO_IOC_INFO, the driver's no-op"),
+	KIND_ROWS("buf4k", K_BUF, "a 4 KiB buffer BUF_ALLOC + BUF_FREE"),
+	KIND_ROWS("fence", K_FENCE, "FENCE_EMIT + FENCE_SIGNAL on one stream"),
 	LIBROW("info/lib", K_INFO, "info/ioctl", "tio_driver_info (either backend)"),
 	LIBROW("buf4k/lib", K_BUF, "buf4k/ioctl",
 	       "tio_buffer_alloc(4096) + release (either backend)"),
