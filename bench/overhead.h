@@ -7,6 +7,7 @@
 #ifndef TIO_BENCH_OVERHEAD_H
 #define TIO_BENCH_OVERHEAD_H
 
+#include <errno.h>
 #include <stdint.h>
 
 #include <liburing.h>
@@ -51,15 +52,25 @@ struct ovh {
 	unsigned int rtail;
 };
 
-int ovh_check_seqno(struct bench_run *run, struct ovh *s, __u64 got);
+/* A fence batch's last emit gave seqno @got: the next ones follow it. */
+static inline int ovh_check_seqno(struct bench_run *run, struct ovh *s, __u64 got)
+{
+	if (got != s->next_seq + s->batch - 1)
+		return bench_fail(run, EPROTO, "emit gave seqno %llu, expected %llu",
+				  (unsigned long long)got,
+				  (unsigned long long)(s->next_seq + s->batch - 1));
+	s->next_seq += s->batch;
+	return 0;
+}
 
-/* The ways into the kernel (suite_overhead_uring.c, suite_overhead_ring.c). */
-int ovh_run_inline(struct bench_run *run, struct ovh *s, int round);
-int ovh_run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
-		  unsigned int n, int vector);
-int ovh_run_submit(struct bench_run *run, struct ovh *s, unsigned int *ops,
-		   unsigned int n);
-int ovh_run_ring(struct bench_run *run, struct ovh *s, int round);
+/*
+ * @iters batches through each way into the kernel: one uring_cmd per
+ * command or a SUBMIT vector (suite_overhead_uring.c), inline SQEs (the
+ * same), the command ring (suite_overhead_ring.c).
+ */
+int ovh_vector_run(struct bench_run *run, struct ovh *s, uint64_t iters);
+int ovh_inline_run(struct bench_run *run, struct ovh *s, uint64_t iters);
+int ovh_ring_run(struct bench_run *run, struct ovh *s, uint64_t iters);
 
 /* The same operations through libtensorio (suite_overhead_lib.c). */
 int ovh_lib_setup(struct bench_run *run);

@@ -193,55 +193,6 @@ out:
 	return err;
 }
 
-/* The commands of one batch, as (op, payload) pairs in s->pl order. */
-static unsigned int fill_round(struct ovh *s, int round, unsigned int *ops)
-{
-	unsigned int i, n = 0;
-
-	/* Records must be zero past their payload's size. */
-	memset(s->pl, 0, (s->kind == K_FENCE ? 2 : 1) * s->batch * sizeof(*s->pl));
-	for (i = 0; i < s->batch; i++) {
-		union payload *p = &s->pl[n];
-
-		switch (s->kind) {
-		case K_INFO:
-			memset(&p->info, 0, sizeof(p->info));
-			ops[n++] = TIO_IOC_INFO;
-			break;
-		case K_BUF:
-			if (!round) {
-				p->alloc = (struct tio_buf_alloc){ .size = 4096 };
-				ops[n++] = TIO_IOC_BUF_ALLOC;
-			} else {
-				__u32 h = s->pl[s->batch + i].alloc.handle;
-
-				p->free = (struct tio_handle_op){ .handle = h };
-				ops[n++] = TIO_IOC_BUF_FREE;
-			}
-			break;
-		case K_FENCE:
-			p->emit = (struct tio_fence_emit){ .stream = s->stream };
-			ops[n++] = TIO_IOC_FENCE_EMIT;
-			p = &s->pl[n];
-			p->signal = (struct tio_fence_signal){
-				.stream = s->stream, .seqno = s->next_seq + i };
-			ops[n++] = TIO_IOC_FENCE_SIGNAL;
-			break;
-		}
-	}
-	return n;
-}
-
-/* A fence batch's last emit gave seqno @got: the next ones follow it. */
-int ovh_check_seqno(struct bench_run *run, struct ovh *s, __u64 got)
-{
-	if (got != s->next_seq + s->batch - 1)
-		return bench_fail(run, EPROTO, "emit gave seqno %llu, expected %llu",
-				  (unsigned long long)got,
-				  (unsigned long long)(s->next_seq + s->batch - 1));
-	s->next_seq += s->batch;
-	return 0;
-}
 
 static int run_ioctl(struct bench_run *run, struct ovh *s, uint64_t iters)
 {
@@ -277,43 +228,22 @@ static int run_ioctl(struct bench_run *run, struct ovh *s, uint64_t iters)
 	return 0;
 }
 
+/* Each path's loop lives beside the path, so that it inlines its batches. */
 static int ovh_run(struct bench_run *run, uint64_t iters)
 {
 	struct ovh *s = run->state;
-	unsigned int ops[2 * 256 + 2], n;
-	int round, rounds = s->kind == K_BUF ? 2 : 1, err = 0;
-	uint64_t it;
 
-	if (s->path == P_IOCTL)
+	switch (s->path) {
+	case P_IOCTL:
 		return run_ioctl(run, s, iters);
-	if (s->path == P_RING || s->path == P_RING_URING || s->path == P_URING_INLINE) {
-		for (it = 0; it < iters; it++)
-			for (round = 0; round < rounds; round++)
-				if ((err = s->path == P_URING_INLINE ?
-				     ovh_run_inline(run, s, round) : ovh_run_ring(run, s, round)))
-					return err;
-		return 0;
+	case P_RING:
+	case P_RING_URING:
+		return ovh_ring_run(run, s, iters);
+	case P_URING_INLINE:
+		return ovh_inline_run(run, s, iters);
+	default:
+		return ovh_vector_run(run, s, iters);
 	}
-	for (it = 0; it < iters; it++) {
-		for (round = 0; round < rounds; round++) {
-			/* Free round reads the handles the alloc round got. */
-			if (round)
-				memcpy(&s->pl[s->batch], s->pl,
-				       s->batch * sizeof(*s->pl));
-			n = fill_round(s, round, ops);
-			if (s->path == P_SUBMIT)
-				err = ovh_run_submit(run, s, ops, n);
-			else
-				err = ovh_run_uring(run, s, ops, n,
-						s->path == P_SUBMIT_URING);
-			if (err)
-				return err;
-		}
-		if (s->kind == K_FENCE &&
-		    (err = ovh_check_seqno(run, s, s->pl[2 * (s->batch - 1)].emit.seqno)))
-			return err;
-	}
-	return 0;
 }
 
 /* 1 + 2 * 500 instructions: proves the icount clock counts instructions. */

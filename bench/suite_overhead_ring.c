@@ -125,7 +125,7 @@ static void ring_fill(struct ovh *s, int round, struct tio_cmd *c,
  * returns is read where it is: the free round takes the handles the
  * alloc round left in their slots.
  */
-int ovh_run_ring(struct bench_run *run, struct ovh *s, int round)
+static int run_ring(struct bench_run *run, struct ovh *s, int round)
 {
 	unsigned int mask = s->rhdr->mask, t0 = s->rtail;
 	unsigned int n = s->kind == K_FENCE ? 2 * s->batch : s->batch;
@@ -146,5 +146,18 @@ int ovh_run_ring(struct bench_run *run, struct ovh *s, int round)
 		return ovh_check_seqno(run, s,
 				       ((const struct tio_fence_emit *)c->payload.bytes)->seqno);
 	}
+	return 0;
+}
+
+/* The command ring (ring/bN, ring-uring/bN). */
+int ovh_ring_run(struct bench_run *run, struct ovh *s, uint64_t iters)
+{
+	int round, rounds = s->kind == K_BUF ? 2 : 1, err;
+	uint64_t it;
+
+	for (it = 0; it < iters; it++)
+		for (round = 0; round < rounds; round++)
+			if ((err = run_ring(run, s, round)))
+				return err;
 	return 0;
 }

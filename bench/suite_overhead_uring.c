@@ -13,6 +13,45 @@
 
 #include "overhead.h"
 
+/* The commands of one batch, as (op, payload) pairs in s->pl order. */
+static unsigned int fill_round(struct ovh *s, int round, unsigned int *ops)
+{
+	unsigned int i, n = 0;
+
+	/* Records must be zero past their payload's size. */
+	memset(s->pl, 0, (s->kind == K_FENCE ? 2 : 1) * s->batch * sizeof(*s->pl));
+	for (i = 0; i < s->batch; i++) {
+		union payload *p = &s->pl[n];
+
+		switch (s->kind) {
+		case K_INFO:
+			memset(&p->info, 0, sizeof(p->info));
+			ops[n++] = TIO_IOC_INFO;
+			break;
+		case K_BUF:
+			if (!round) {
+				p->alloc = (struct tio_buf_alloc){ .size = 4096 };
+				ops[n++] = TIO_IOC_BUF_ALLOC;
+			} else {
+				__u32 h = s->pl[s->batch + i].alloc.handle;
+
+				p->free = (struct tio_handle_op){ .handle = h };
+				ops[n++] = TIO_IOC_BUF_FREE;
+			}
+			break;
+		case K_FENCE:
+			p->emit = (struct tio_fence_emit){ .stream = s->stream };
+			ops[n++] = TIO_IOC_FENCE_EMIT;
+			p = &s->pl[n];
+			p->signal = (struct tio_fence_signal){
+				.stream = s->stream, .seqno = s->next_seq + i };
+			ops[n++] = TIO_IOC_FENCE_SIGNAL;
+			break;
+		}
+	}
+	return n;
+}
+
 /* Every record ran and succeeded; their payloads go back to s->pl. */
 static int check_records(struct bench_run *run, struct ovh *s,
 			 const struct tio_submit *sub, unsigned int n)
@@ -122,7 +161,7 @@ static inline void put_inline(struct io_uring_sqe *sqe, __u32 op, __u64 ud,
  * BUF_ALLOC's size, BUF_FREE's handle and the fence commands' stream,
  * word 1 FENCE_SIGNAL's seqno.
  */
-int ovh_run_inline(struct bench_run *run, struct ovh *s, int round)
+static int run_inline(struct bench_run *run, struct ovh *s, int round)
 {
 	struct io_uring_sq *sq = &s->ring.sq;
 	struct io_uring_cq *cq = &s->ring.cq;
@@ -208,7 +247,7 @@ int ovh_run_inline(struct bench_run *run, struct ovh *s, int round)
 	return ret;
 }
 
-int ovh_run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
+static int run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
 		     unsigned int n, int vector)
 {
 	struct tio_submit sub = { 0 };
@@ -242,7 +281,7 @@ int ovh_run_uring(struct bench_run *run, struct ovh *s, unsigned int *ops,
 	return vector ? check_records(run, s, &sub, n) : 0;
 }
 
-int ovh_run_submit(struct bench_run *run, struct ovh *s, unsigned int *ops,
+static int run_submit(struct bench_run *run, struct ovh *s, unsigned int *ops,
 		      unsigned int n)
 {
 	struct tio_submit sub = { .cmds_ptr = (uintptr_t)s->cmds, .count = n };
@@ -257,4 +296,45 @@ int ovh_run_submit(struct bench_run *run, struct ovh *s, unsigned int *ops,
 	if (ret < 0)
 		return bench_fail(run, errno, "TIO_IOC_SUBMIT");
 	return check_records(run, s, &sub, n);
+}
+
+/* One uring_cmd per command (uring/bN), or a SUBMIT vector (submit*). */
+int ovh_vector_run(struct bench_run *run, struct ovh *s, uint64_t iters)
+{
+	int round, rounds = s->kind == K_BUF ? 2 : 1, err;
+	unsigned int ops[2 * 256 + 2], n;
+	uint64_t it;
+
+	for (it = 0; it < iters; it++) {
+		for (round = 0; round < rounds; round++) {
+			/* Free round reads the handles the alloc round got. */
+			if (round)
+				memcpy(&s->pl[s->batch], s->pl,
+				       s->batch * sizeof(*s->pl));
+			n = fill_round(s, round, ops);
+			if (s->path == P_SUBMIT)
+				err = run_submit(run, s, ops, n);
+			else
+				err = run_uring(run, s, ops, n, s->path == P_SUBMIT_URING);
+			if (err)
+				return err;
+		}
+		if (s->kind == K_FENCE &&
+		    (err = ovh_check_seqno(run, s, s->pl[2 * (s->batch - 1)].emit.seqno)))
+			return err;
+	}
+	return 0;
+}
+
+/* Inline SQEs (uring-inline/bN). */
+int ovh_inline_run(struct bench_run *run, struct ovh *s, uint64_t iters)
+{
+	int round, rounds = s->kind == K_BUF ? 2 : 1, err;
+	uint64_t it;
+
+	for (it = 0; it < iters; it++)
+		for (round = 0; round < rounds; round++)
+			if ((err = run_inline(run, s, round)))
+				return err;
+	return 0;
 }
