@@ -64,6 +64,24 @@ static inline int ovh_check_seqno(struct bench_run *run, struct ovh *s, __u64 go
 }
 
 /*
+ * @iters iterations of @batch, twice each for buf4k (its alloc round,
+ * then its free round). Inline, with the path's own static @batch: the
+ * batch code inlines into the loop.
+ */
+static inline int ovh_batches(struct bench_run *run, struct ovh *s, uint64_t iters,
+			      int (*batch)(struct bench_run *run, struct ovh *s, int round))
+{
+	int round, rounds = s->kind == K_BUF ? 2 : 1, err;
+	uint64_t it;
+
+	for (it = 0; it < iters; it++)
+		for (round = 0; round < rounds; round++)
+			if ((err = batch(run, s, round)))
+				return err;
+	return 0;
+}
+
+/*
  * @iters batches through each way into the kernel: one uring_cmd per
  * command or a SUBMIT vector (suite_overhead_uring.c), inline SQEs (the
  * same), the command ring (suite_overhead_ring.c).

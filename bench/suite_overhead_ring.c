@@ -152,12 +152,5 @@ static int run_ring(struct bench_run *run, struct ovh *s, int round)
 /* The command ring (ring/bN, ring-uring/bN). */
 int ovh_ring_run(struct bench_run *run, struct ovh *s, uint64_t iters)
 {
-	int round, rounds = s->kind == K_BUF ? 2 : 1, err;
-	uint64_t it;
-
-	for (it = 0; it < iters; it++)
-		for (round = 0; round < rounds; round++)
-			if ((err = run_ring(run, s, round)))
-				return err;
-	return 0;
+	return ovh_batches(run, s, iters, run_ring);
 }

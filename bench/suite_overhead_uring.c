@@ -329,12 +329,5 @@ int ovh_vector_run(struct bench_run *run, struct ovh *s, uint64_t iters)
 /* Inline SQEs (uring-inline/bN). */
 int ovh_inline_run(struct bench_run *run, struct ovh *s, uint64_t iters)
 {
-	int round, rounds = s->kind == K_BUF ? 2 : 1, err;
-	uint64_t it;
-
-	for (it = 0; it < iters; it++)
-		for (round = 0; round < rounds; round++)
-			if ((err = run_inline(run, s, round)))
-				return err;
-	return 0;
+	return ovh_batches(run, s, iters, run_inline);
 }
