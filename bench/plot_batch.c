@@ -38,7 +38,7 @@ static const struct series {
 	{ "submit", "SUBMIT vector, by ioctl", "lc rgb '#ff7f0e' pt 9 lw 2", 0, 0 },
 	{ "submit-uring", "SUBMIT vector, in one uring_cmd", "lc rgb '#8c564b' pt 11 lw 2", 0, 0 },
 	{ "ring", "command ring, RING_ENTER ioctl", "lc rgb '#2ca02c' pt 13 lw 3", 0, 0 },
-	{ "ring-uring", "command ring, entered by uring_cmd", "lc rgb '#bcbd22' pt 15 lw 2", 0, 0 },
+	{ "ring-uring", "command ring, entered by uring_cmd", "lc rgb '#bcbd22' pt 15 ps 2 lw 2", 0, 0 },
 	{ "lib", "libtensorio call, kernel backend", "lc rgb '#9467bd' pt 4 ps 2 lw 2", 0, 0 },
 	{ "lib/ring", "libtensorio tio_batch, ring mode", "lc rgb '#e377c2' pt 6 ps 2 lw 2", 0, 0 },
 	{ "lib/vectored", "libtensorio tio_batch, vectored mode", "lc rgb '#7f7f7f' pt 8 ps 2 lw 2", 0, 0 },
