@@ -3,9 +3,10 @@
 # tio-bench's command line: baselines on a fresh tree, paths checked before
 # anything runs, faults that name the path, the JSON header (--fast, its
 # sample count, the reference loop), a --fast comparison that judges and
-# scales by the reference loop. TAP output. (No timing is asserted: the
-# comparison logic itself is tested with synthetic samples in
-# test_bench_stats.c.)
+# scales by the reference loop, the cmd suite's recipes, plots, the
+# targets' verdicts and scripts/bench-report.sh on saved runs
+# (fixtures/run/). TAP output. (No timing is asserted: the comparison
+# logic itself is tested with synthetic samples in test_bench_stats.c.)
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bench=$top/build/bench/tio-bench
 tmp=$(mktemp -d)
