@@ -719,6 +719,14 @@ void sv_release_images(struct sv_job *j)
 	}
 }
 
+void sv_release_old(struct sv_job *j)
+{
+	int i;
+
+	for (i = 0; j->f && i < j->nf; i++)
+		sv_tmp_release_old(&j->f[i].tmp);
+}
+
 void sv_job_fini(struct sv_job *j)
 {
 	tio_object_t *raised = tio_error_move_from_raised();

@@ -167,7 +167,7 @@ int sv_tmp_open(struct sv_tmp *t, const char *dest, unsigned int flags)
 	char *dir;
 
 	memset(t, 0, sizeof(*t));
-	t->fd = t->dirfd = -1;
+	t->fd = t->dirfd = t->old = -1;
 	t->dest = dest;
 	t->base = slash ? slash + 1 : dest;
 	if (!*t->base || !strcmp(t->base, ".") || !strcmp(t->base, ".."))
@@ -238,12 +238,19 @@ int sv_tmp_sync(struct sv_tmp *t, uint64_t size)
 	return 0;
 }
 
-/* Give the file the destination's name. */
+/*
+ * Give the file the destination's name. The file it replaces is held
+ * open (O_PATH) until sv_tmp_release_old(): freeing its blocks (and, on a
+ * file system mounted with discard, discarding them) then happens in a
+ * later journal commit instead of the directory's fsync the save waits
+ * for (250 ms for 2 GiB on this ext4).
+ */
 int sv_tmp_link(struct sv_tmp *t)
 {
 	char proc[64], name[NAME_MAX + 1];
 	int i;
 
+	t->old = openat(t->dirfd, t->base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (t->named) {
 		if (renameat(t->dirfd, t->named, t->dirfd, t->base))
 			return tio_raise_file_errno(errno, "renaming %s to %s", t->named, t->dest);
@@ -280,9 +287,17 @@ int sv_tmp_sync_dir(struct sv_tmp *t)
 	return 0;
 }
 
+void sv_tmp_release_old(struct sv_tmp *t)
+{
+	if (t->old >= 0)
+		close(t->old);
+	t->old = -1;
+}
+
 /* Close; a named temporary not linked in place is removed. */
 void sv_tmp_close(struct sv_tmp *t)
 {
+	sv_tmp_release_old(t);
 	if (t->named)
 		unlinkat(t->dirfd, t->named, 0);
 	free(t->named);

@@ -39,6 +39,7 @@ struct sv_tmp {
 	const char *dest;	/* the destination, for messages */
 	const char *base;	/* its name in the directory (in @dest) */
 	char *named;		/* the named temporary, or NULL (O_TMPFILE) */
+	int old;		/* the file it replaced, held (O_PATH), or -1 */
 	int direct;
 	uint32_t align;		/* direct I/O offset and length alignment */
 };
@@ -106,6 +107,7 @@ int sv_tmp_reserve(struct sv_tmp *t, uint64_t size, unsigned int flags);
 int sv_tmp_sync(struct sv_tmp *t, uint64_t size);
 int sv_tmp_link(struct sv_tmp *t);
 int sv_tmp_sync_dir(struct sv_tmp *t);
+void sv_tmp_release_old(struct sv_tmp *t);
 void sv_tmp_close(struct sv_tmp *t);
 int sv_write_text(const char *path, const char *text, uint64_t len);
 
@@ -126,6 +128,8 @@ int sv_result(struct sv_job *j);
 void sv_release_images(struct sv_job *j);
 /* Link every file in place, then the index; 0 or -1 raised. */
 int sv_publish(struct sv_job *j);
+/* Let the files replaced go (their blocks are freed then). */
+void sv_release_old(struct sv_job *j);
 /* Copy @f's bytes [@off, @off + @len) to @dst (device bytes on @gs). */
 int sv_gather(struct sv_job *j, struct sv_file *f, uint64_t off, uint64_t len, char *dst,
 	      tio_gpu_stream_t *gs, int *gpu);

@@ -463,6 +463,7 @@ int tio_safetensors_save_opts(const char *path, const char *const *names,
 		ret = sv_run(&j);
 	if (!ret)
 		ret = sv_publish(&j);
+	sv_release_old(&j);
 	sv_xfsz_release(&x);
 	sv_results(&j, opts);
 	sv_job_fini(&j);

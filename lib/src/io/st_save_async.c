@@ -152,6 +152,7 @@ static void *sa_main(void *arg)
 	h->finished = 1;
 	pthread_cond_broadcast(&h->cond);
 	pthread_mutex_unlock(&h->lock);
+	sv_release_old(&h->j);	/* freeing the replaced files: after it is done */
 	return NULL;
 }
 
