@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
 # The library's layers depend one way only (docs/library.md):
-#   ffi  <-  dev (dev/backend)  <-  gpu  <-  io           libtensorio
+#   ffi  <-  dev (dev/backend)  <-  gpu  <-  file         libtensorio
 #   libtensorio's public API  <-  lib/net (UCX), lib/tvmffi  libraries on it
 # A file may include headers of its own layer and of the layers below it,
-# never of a layer above it (io loads onto GPUs through gpu's API; gpu
+# never of a layer above it (file loads onto GPUs through gpu's API; gpu
 # knows nothing of files). Public headers belong to the layer that
 # implements them; <tensorio/net.h> to libtensorio-net, which libtensorio
 # never includes. The libraries built on libtensorio include its public
@@ -15,7 +15,7 @@
 #   TIO_LAYERS_ABOVE="DIR ..."     the libraries on libtensorio to check
 #                                  (default lib/net lib/tvmffi)
 #   TIO_LAYERS_ACYCLIC="L ..."     layers checked for call cycles between
-#                                  their files (default dev io)
+#                                  their files (default dev file)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 src=${1:-$top/lib/src}
@@ -26,16 +26,16 @@ above=${TIO_LAYERS_ABOVE-$top/lib/net $top/lib/tvmffi}
 declare -A uses=(
 	[ffi]="ffi"
 	[dev]="ffi dev"
-	[io]="ffi dev gpu io"
+	[file]="ffi dev gpu file"
 	[gpu]="ffi dev gpu"
 )
 # Layers whose files must not call each other in a cycle (object check):
 # each file then reads as using only the ones below it.
-acyclic=${TIO_LAYERS_ACYCLIC-dev io}
+acyclic=${TIO_LAYERS_ACYCLIC-dev file}
 # Public headers (lib/include/tensorio/NAME.h) that are not the FFI core's.
 declare -A public=(
 	[batch]=dev [buffer]=dev [context]=dev [stream]=dev [pinned]=dev
-	[io]=io [safetensors]=io
+	[io]=file [safetensors]=file
 	[gpu]=gpu
 	[net]=net	# libtensorio-net (lib/net), not a layer of libtensorio
 )

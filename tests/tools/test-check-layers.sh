@@ -34,8 +34,8 @@ sed -i '0,/#include/s|#include|#include <tensorio/buffer.h>\n#include|' "$tmp/sr
 t "ffi/ including a public dev header fails" 1 "must not include buffer (layer dev/)" \
 	"$check" "$tmp/src"
 copy
-sed -i '0,/#include/s|#include|#include "io/io_internal.h"\n#include|' "$tmp/src/gpu/gpu_core.c"
-t "gpu/ including the io/ layer above it fails" 1 "gpu/ must not include io/io_internal.h" \
+sed -i '0,/#include/s|#include|#include "file/file_internal.h"\n#include|' "$tmp/src/gpu/gpu_core.c"
+t "gpu/ including the file/ layer above it fails" 1 "gpu/ must not include file/file_internal.h" \
 	"$check" "$tmp/src"
 copy
 sed -i '0,/#include/s|#include|#include <tensorio/net.h>\n#include|' "$tmp/src/dev/buffer.c"
@@ -78,4 +78,4 @@ copy
 t "two dev/ files calling each other fail, naming both" 1 \
 	"dev/: files call each other in a cycle: dev/a.o dev/b.o" "$check" "$tmp/src" "$tmp/obj3"
 t "... unless dev/ is not among the acyclic layers" 0 "" \
-	env TIO_LAYERS_ACYCLIC=io "$check" "$tmp/src" "$tmp/obj3"
+	env TIO_LAYERS_ACYCLIC=file "$check" "$tmp/src" "$tmp/obj3"
