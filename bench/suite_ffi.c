@@ -366,34 +366,34 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 	return 0;
 }
 
-#define FFI(n, k, t, what) {						\
-	.suite = "ffi", .name = n, .ref = "call/noop-0", .target = t,	\
+#define FFI(n, k, what) {						\
+	.suite = "ffi", .name = n, .ref = "call/noop-0",		\
 	.note = what, .setup = ffi_setup, .run = ffi_run,		\
 	.teardown = ffi_teardown, .arg = k }
 
 static struct bench_case cases[] = {
-	FFI("call/noop-0", C_NOOP, 1.5, "no-op Function, 0 args, tio_func_call"),
-	FFI("call/int-1", C_INT1, 0, "1 int arg, int result"),
-	FFI("call/float-1", C_FLOAT1, 0, "1 float arg, float result"),
-	FFI("call/int-2", C_INT2, 0, "2 int args, int result"),
-	FFI("call/str-small", C_STR, 0, "a 6-byte C string arg"),
-	FFI("call/dltensor", C_DLT, 0, "a DLTensor* arg"),
-	FFI("call/tensor-3", C_TENSORS, 0, "3 Tensor objects, type-checked"),
-	FFI("call/callback", C_CB, 0, "callee calls a C callback Function"),
-	FFI("call/noop-checked", C_CHECKED, 0, "no-op via tio_func_call_any"),
-	FFI("call/global-by-name", C_GLOBAL, 0, "tio_func_call_global: lookup + call"),
-	FFI("lookup/global", LOOKUP, 20, "tio_func_get_global + DecRef"),
-	FFI("object/incref-decref", INCREF, 6, "IncRef + DecRef of a Function"),
-	FFI("dlpack/import-destroy", DLPACK, 12, "tio_tensor_from_dlpack + DecRef"),
-	FFI("str/create-destroy", STR_NEW, 10, "a 40-byte Str object, new + release"),
-	FFI("str/small-create", STR_SMALL, 0, "a 5-byte SmallStr (inline, no alloc)"),
-	FFI("breakdown/c-indirect-call", B_CCALL, 0, "dispatch floor: plain indirect C call"),
-	FFI("breakdown/atomic-inc-dec", B_ATOMIC, 0, "refcount floor: atomic add + atomic sub"),
-	FFI("breakdown/pack-3", B_PACK, 0, "value conversion: int, float, str into Anys"),
-	FFI("breakdown/unpack-2", B_UNPACK, 0, "value conversion: Any -> int, float"),
-	FFI("breakdown/result-str", B_RESULT, 0, "result handling: callee returns a SmallStr, caller releases"),
-	FFI("error/raise-move-release", ERR_RAISE, 1000, "tio_error_raise + move_from_raised + DecRef (backtrace not read)"),
-	FFI("error/raise-read-backtrace", ERR_READ, 0, "the same, reading the backtrace (symbolised with libdw)"),
+	FFI("call/noop-0", C_NOOP, "no-op Function, 0 args, tio_func_call"),
+	FFI("call/int-1", C_INT1, "1 int arg, int result"),
+	FFI("call/float-1", C_FLOAT1, "1 float arg, float result"),
+	FFI("call/int-2", C_INT2, "2 int args, int result"),
+	FFI("call/str-small", C_STR, "a 6-byte C string arg"),
+	FFI("call/dltensor", C_DLT, "a DLTensor* arg"),
+	FFI("call/tensor-3", C_TENSORS, "3 Tensor objects, type-checked"),
+	FFI("call/callback", C_CB, "callee calls a C callback Function"),
+	FFI("call/noop-checked", C_CHECKED, "no-op via tio_func_call_any"),
+	FFI("call/global-by-name", C_GLOBAL, "tio_func_call_global: lookup + call"),
+	FFI("lookup/global", LOOKUP, "tio_func_get_global + DecRef"),
+	FFI("object/incref-decref", INCREF, "IncRef + DecRef of a Function"),
+	FFI("dlpack/import-destroy", DLPACK, "tio_tensor_from_dlpack + DecRef"),
+	FFI("str/create-destroy", STR_NEW, "a 40-byte Str object, new + release"),
+	FFI("str/small-create", STR_SMALL, "a 5-byte SmallStr (inline, no alloc)"),
+	FFI("breakdown/c-indirect-call", B_CCALL, "dispatch floor: plain indirect C call"),
+	FFI("breakdown/atomic-inc-dec", B_ATOMIC, "refcount floor: atomic add + atomic sub"),
+	FFI("breakdown/pack-3", B_PACK, "value conversion: int, float, str into Anys"),
+	FFI("breakdown/unpack-2", B_UNPACK, "value conversion: Any -> int, float"),
+	FFI("breakdown/result-str", B_RESULT, "result handling: callee returns a SmallStr, caller releases"),
+	FFI("error/raise-move-release", ERR_RAISE, "tio_error_raise + move_from_raised + DecRef (backtrace not read)"),
+	FFI("error/raise-read-backtrace", ERR_READ, "the same, reading the backtrace (symbolised with libdw)"),
 };
 
 static void __attribute__((constructor)) ffi_register(void)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The build settings every Makefile shares: lib, lib/net, lib/tvmffi,
-# tests/lib, tests/fault, tests/stress, tests/net, tools, examples. Set top
-# before including; a Makefile that wants another optimisation than
-# -O2 -g sets CFLAGS ?= before it.
+# tests/lib, tests/fault, tests/stress, tests/net, tools, examples, bench,
+# python. Set top before including; a Makefile that wants another
+# optimisation than -O2 -g sets CFLAGS ?= before it, one that links
+# against another build of libtensorio sets LIBO.
 #   SAN=1    the AddressSanitizer + UBSan variant
 #   TSAN=1   the ThreadSanitizer variant
 SAN ?=
@@ -12,7 +13,7 @@ CFLAGS ?= -O2 -g
 
 # Where this variant of libtensorio (and of its tests) is built.
 VARIANT := $(if $(SAN),-san)$(if $(TSAN),-tsan)
-LIBO := $(top)/build/lib$(VARIANT)
+LIBO ?= $(top)/build/lib$(VARIANT)
 # libtensorio's sources: one folder per layer (docs/library.md).
 LIB_LAYERS := ffi dev dev/backend file gpu
 # The kselftest harness (Debian's linux-source, extracted by make deps).
@@ -43,3 +44,9 @@ SAN_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
 	-fno-sanitize-recover=undefined
 SAN_LDFLAGS += -fsanitize=address,undefined
 endif
+
+# Programs built beside the libraries (tio-bench, its unit tests) compile
+# as executables: the libraries' language, warnings and sanitizers, without
+# -fPIC and hidden visibility (tio-bench's malloc counter interposes for
+# every shared object, and its thread-local counter stays local-exec).
+PROG_CFLAGS := $(filter-out -fPIC -fvisibility=hidden,$(CFLAGS) $(LIB_CFLAGS) $(SAN_CFLAGS))
