@@ -35,7 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/save_internal.h"
+#include "file/save_internal.h"
 
 #define SV_TAG ".tio-"
 #define SV_SUFFIX ".tmp"

@@ -20,7 +20,7 @@
 #include <tensorio/gpu.h>
 #include <tensorio/safetensors.h>
 
-#include "io/io_internal.h"
+#include "file/file_internal.h"
 
 /* One run of a file's bytes: its header, or a tensor's data. */
 struct sv_seg {

@@ -37,7 +37,7 @@
 #include <tensorio/error.h>
 #include <tensorio/pinned.h>
 
-#include "io/save_internal.h"
+#include "file/save_internal.h"
 
 #define SV_MAXQD 64u
 #define SV_MAXWRITERS 4

@@ -28,8 +28,8 @@
 #include <tensorio/error.h>
 #include <tensorio/tensor.h>
 
-#include "io/save_internal.h"
-#include "io/st_internal.h"
+#include "file/save_internal.h"
+#include "file/st_internal.h"
 
 /* The safetensors library's header limit (MAX_HEADER_SIZE). */
 #define SV_MAX_HEADER 100000000ULL

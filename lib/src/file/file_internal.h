@@ -3,8 +3,8 @@
  * Internal interface of the loader (loader.c): the read engine that file
  * reads and safetensors loads share.
  */
-#ifndef TIO_IO_INTERNAL_H
-#define TIO_IO_INTERNAL_H
+#ifndef TIO_FILE_INTERNAL_H
+#define TIO_FILE_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -54,4 +54,4 @@ int tio_load_run(struct tio_load_item *items, int n, struct tio_io_opts *o);
 /* The largest request and the queue length of @fd's device (0: unknown). */
 void tio_io_device_limits(int fd, uint64_t *max_req, uint64_t *nr_req);
 
-#endif /* TIO_IO_INTERNAL_H */
+#endif /* TIO_FILE_INTERNAL_H */

@@ -29,7 +29,7 @@
 #include <tensorio/error.h>
 #include <tensorio/pinned.h>
 
-#include "io/save_internal.h"
+#include "file/save_internal.h"
 
 #define SA_PIECE (4ULL << 20)		/* host bytes copied between watermarks */
 #define SA_GPU_PIECE (64ULL << 20)	/* device bytes copied between points */

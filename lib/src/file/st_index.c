@@ -16,8 +16,8 @@
 
 #include <tensorio/error.h>
 
-#include "io/save_internal.h"
-#include "io/st_internal.h"
+#include "file/save_internal.h"
+#include "file/st_internal.h"
 
 /* Whether @a and @b are in the same directory. */
 static int ix_same_dir(const char *a, const char *b)
