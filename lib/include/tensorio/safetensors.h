@@ -201,7 +201,8 @@ TIO_API int tio_safetensors_save_ex(const char *path, const char *const *names,
  * @size: sizeof(struct tio_save_opts) as the caller was built with (0: this
  *	header's); the struct only ever grows at the end
  * @flags: TIO_SAVE_*
- * @queue_depth: writes in flight per file, 1..64 (default: from the device)
+ * @queue_depth: writes in flight per writer, 1..64 (default: from the device)
+ * @pad: zero
  * @chunk_size: bytes per write, rounded to the file system's direct I/O
  *	alignment (default: twice the device's largest request, 1-16 MiB)
  * @max_shard_size: above this many tensor bytes, write shards
