@@ -699,7 +699,7 @@ int sv_publish(struct sv_job *j)
 }
 
 /* Captured files' memory back to the pinned cache (pinned now, if fresh). */
-void sv_release_images(struct sv_job *j)
+void sv_images_back(struct sv_job *j)
 {
 	int i;
 
@@ -719,12 +719,12 @@ void sv_release_images(struct sv_job *j)
 	}
 }
 
-void sv_release_old(struct sv_job *j)
+void sv_let_go(struct sv_job *j)
 {
 	int i;
 
 	for (i = 0; j->f && i < j->nf; i++)
-		sv_tmp_release_old(&j->f[i].tmp);
+		sv_tmp_let_go(&j->f[i].tmp);
 }
 
 void sv_job_fini(struct sv_job *j)
@@ -732,7 +732,7 @@ void sv_job_fini(struct sv_job *j)
 	tio_object_t *raised = tio_error_move_from_raised();
 	int i, err = tio_errno();
 
-	sv_release_images(j);
+	sv_images_back(j);
 	for (i = 0; j->f && i < j->nf; i++) {
 		struct sv_file *f = &j->f[i];
 

@@ -240,7 +240,7 @@ int sv_tmp_sync(struct sv_tmp *t, uint64_t size)
 
 /*
  * Give the file the destination's name. The file it replaces is held
- * open (O_PATH) until sv_tmp_release_old(): freeing its blocks (and, on a
+ * open (O_PATH) until sv_tmp_let_go(): freeing its blocks (and, on a
  * file system mounted with discard, discarding them) then happens in a
  * later journal commit instead of the directory's fsync the save waits
  * for (250 ms for 2 GiB on this ext4).
@@ -287,7 +287,7 @@ int sv_tmp_sync_dir(struct sv_tmp *t)
 	return 0;
 }
 
-void sv_tmp_release_old(struct sv_tmp *t)
+void sv_tmp_let_go(struct sv_tmp *t)
 {
 	if (t->old >= 0)
 		close(t->old);
@@ -297,7 +297,7 @@ void sv_tmp_release_old(struct sv_tmp *t)
 /* Close; a named temporary not linked in place is removed. */
 void sv_tmp_close(struct sv_tmp *t)
 {
-	sv_tmp_release_old(t);
+	sv_tmp_let_go(t);
 	if (t->named)
 		unlinkat(t->dirfd, t->named, 0);
 	free(t->named);

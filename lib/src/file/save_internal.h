@@ -107,7 +107,7 @@ int sv_tmp_reserve(struct sv_tmp *t, uint64_t size, unsigned int flags);
 int sv_tmp_sync(struct sv_tmp *t, uint64_t size);
 int sv_tmp_link(struct sv_tmp *t);
 int sv_tmp_sync_dir(struct sv_tmp *t);
-void sv_tmp_release_old(struct sv_tmp *t);
+void sv_tmp_let_go(struct sv_tmp *t);
 void sv_tmp_close(struct sv_tmp *t);
 int sv_write_text(const char *path, const char *text, uint64_t len);
 
@@ -125,11 +125,11 @@ int sv_run(struct sv_job *j);
 /* Raise the job's error (or its cancellation): -1, or 0 when it has none. */
 int sv_result(struct sv_job *j);
 /* Give capture images back to the pinned cache. */
-void sv_release_images(struct sv_job *j);
+void sv_images_back(struct sv_job *j);
 /* Link every file in place, then the index; 0 or -1 raised. */
 int sv_publish(struct sv_job *j);
 /* Let the files replaced go (their blocks are freed then). */
-void sv_release_old(struct sv_job *j);
+void sv_let_go(struct sv_job *j);
 /* Copy @f's bytes [@off, @off + @len) to @dst (device bytes on @gs). */
 int sv_gather(struct sv_job *j, struct sv_file *f, uint64_t off, uint64_t len, char *dst,
 	      tio_gpu_stream_t *gs, int *gpu);
@@ -154,6 +154,6 @@ struct sv_xfsz {
 	int had;
 };
 void sv_xfsz_hold(struct sv_xfsz *x);
-void sv_xfsz_release(struct sv_xfsz *x);
+void sv_xfsz_restore(struct sv_xfsz *x);
 
 #endif /* TIO_SAVE_INTERNAL_H */

@@ -424,7 +424,7 @@ void sv_xfsz_hold(struct sv_xfsz *x)
 	pthread_sigmask(SIG_BLOCK, &x->set, &x->old);
 }
 
-void sv_xfsz_release(struct sv_xfsz *x)
+void sv_xfsz_restore(struct sv_xfsz *x)
 {
 	struct timespec zero = { 0, 0 };
 	sigset_t pending;
@@ -463,8 +463,8 @@ int tio_safetensors_save_opts(const char *path, const char *const *names,
 		ret = sv_run(&j);
 	if (!ret)
 		ret = sv_publish(&j);
-	sv_release_old(&j);
-	sv_xfsz_release(&x);
+	sv_let_go(&j);
+	sv_xfsz_restore(&x);
 	sv_results(&j, opts);
 	sv_job_fini(&j);
 	if (!ret)

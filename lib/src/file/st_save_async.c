@@ -109,7 +109,7 @@ static int sa_capture_gpu(struct tio_save *h, tio_gpu_stream_t *gs)
 	return 0;
 }
 
-/* Host tensors: copied in pieces, each released to the writer at once. */
+/* Host tensors: copied in pieces, each handed to the writer at once. */
 static int sa_capture_host(struct tio_save *h)
 {
 	struct sv_job *j = &h->j;
@@ -144,7 +144,7 @@ static void *sa_main(void *arg)
 	while (h->capturing)	/* a failed write stops the copies: wait for them */
 		pthread_cond_wait(&h->cond, &h->lock);
 	pthread_mutex_unlock(&h->lock);
-	sv_release_images(&h->j);
+	sv_images_back(&h->j);
 	/* The point is for other waiters; the result is @err. */
 	if (tio_fence_signal(h->stream, h->seqno, ret ? -h->err_errno : 0))
 		tio_error_clear();
@@ -152,7 +152,7 @@ static void *sa_main(void *arg)
 	h->finished = 1;
 	pthread_cond_broadcast(&h->cond);
 	pthread_mutex_unlock(&h->lock);
-	sv_release_old(&h->j);	/* freeing the replaced files: after it is done */
+	sv_let_go(&h->j);	/* freeing the replaced files: after it is done */
 	return NULL;
 }
 
@@ -232,7 +232,7 @@ int tio_safetensors_save_async(const char *path, const char *const *names,
 	ret = sv_plan(&h->j, path, names, tensors, n, &o);
 	if (!ret)
 		ret = sa_begin(h, &o);
-	sv_xfsz_release(&x);
+	sv_xfsz_restore(&x);
 	if (opts)
 		opts->shards = h->j.nf;
 	if (ret && h->started) {
