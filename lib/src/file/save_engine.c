@@ -410,9 +410,10 @@ static int sv_staging(struct sv_writer *w, size_t size)
 	unsigned int i;
 
 	if (!tio_pinned_alloc(size, &w->buf)) {
+		DLDeviceType gpu = w->j->gpu.device_type;
+
 		mem = tio_buffer_data(w->buf);
-		if (w->j->gpu.device_type && tio_gpu_buffer_register(w->j->gpu.device_type, w->buf) &&
-		    tio_errno() != EEXIST)
+		if (gpu && tio_gpu_buffer_register(gpu, w->buf) && tio_errno() != EEXIST)
 			return -1;
 	} else if (tio_errno() == ENOMEM) {
 		w->plain = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -620,10 +621,11 @@ static int sv_wait_producer(struct sv_job *j)
 
 int sv_result(struct sv_job *j)
 {
+	unsigned long long done = __atomic_load_n(&j->done, __ATOMIC_RELAXED);
+
 	if (j->cancelled)
 		return tio_raise_errno(ECANCELED, "saving %s: cancelled after %llu of %llu bytes",
-				       j->index ? j->index : j->f[0].path,
-				       (unsigned long long)__atomic_load_n(&j->done, __ATOMIC_RELAXED),
+				       j->index ? j->index : j->f[0].path, done,
 				       (unsigned long long)j->total);
 	if (j->err) {
 		tio_error_set_raised(j->err);

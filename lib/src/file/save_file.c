@@ -33,6 +33,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "file/save_internal.h"
@@ -51,10 +52,12 @@ static void sv_tmp_name(const char *base, char *out, size_t len)
 
 	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
 		struct timespec ts;
+		uint64_t seed;
 
 		clock_gettime(CLOCK_MONOTONIC, &ts);
+		seed = (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32;
 		for (i = 0; i < sizeof(r); i++)
-			r[i] = (unsigned char)((uint64_t)ts.tv_nsec >> (8 * i) ^ (uint64_t)getpid() >> i);
+			r[i] = (unsigned char)(seed >> (8 * i));
 	}
 	for (i = 0; i < sizeof(r); i++)
 		snprintf(hex + 2 * i, 3, "%02x", r[i]);

@@ -155,7 +155,9 @@ int tio_safetensors_write_index(const char *path, const char *const *shards, int
 	if (!path || n < 1 || !shards || nmeta < 0 || (nmeta && !meta))
 		return tio_raise_errno(EINVAL, "tio_safetensors_write_index: NULL or no shards");
 	st = calloc(1, sizeof(*st));
-	if (!st || !(st->sh = calloc((size_t)n, sizeof(*st->sh)))) {
+	if (st)
+		st->sh = calloc((size_t)n, sizeof(*st->sh));
+	if (!st || !st->sh) {
 		free(st);
 		return tio_raise_errno(ENOMEM, "%s", path);
 	}
