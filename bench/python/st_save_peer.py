@@ -10,7 +10,8 @@ libtensorio is called through ctypes.
   --gpu      GIB of bf16 CUDA tensors, ROUNDS rounds interleaved: device-to-
              host copies into pinned memory, dd O_DIRECT + fsync of as many
              bytes, our durable save of them from pinned host memory and
-             from the GPU (the bounce ring, torch's stream), our
+             from the GPU (the bounce ring, torch's stream), each to a
+             new file (the old one removed untimed, as dd's), our
              asynchronous save (until it returns, until durable; the
              tensors changed on torch's stream right after it returns must
              not show), and the peers save_file + fsync and torch.save +
@@ -189,12 +190,20 @@ def gpu(d, gib, rounds):
                         "oflag=direct", "conv=fsync"], capture_output=True, check=True)
         os.unlink(q)
 
+    def fresh():
+        # A new file each time, as dd's: freeing the old one is not timed.
+        if os.path.exists(p):
+            os.unlink(p)
+
     torch.cuda.synchronize()
     for _ in range(rounds):
         r["d2h"].append(total / seconds(d2h) / 1e9)
         r["dd"].append(total / seconds(dd) / 1e9)
+        fresh()
         r["host"].append(total / seconds(lambda: host.save(p)) / 1e9)
+        fresh()
         r["gpu_ring"].append(total / seconds(lambda: dev.save(p, gs)) / 1e9)
+        fresh()
         t0 = time.perf_counter()
         h = dev.save_async(p, gs)
         r["gpu_async_return_ms"].append((time.perf_counter() - t0) * 1e3)
