@@ -61,6 +61,20 @@ int tio__oom(void);
 int tio__backtrace_capture(void **frames, int max, int skip);
 char *tio__backtrace_symbolise(void *const *frames, int n);
 
+/*
+ * foreign_rt.c: the error entry points of another TVM FFI runtime in the
+ * process, whose slot holds the raised error once it is found.
+ */
+struct tio__foreign_rt {
+	void (*set)(void *err);		/* TVMFFIErrorSetRaised: takes a reference */
+	void (*move)(void **out);	/* TVMFFIErrorMoveFromRaised */
+};
+
+/* The runtime, looked for first when objects were loaded since; or NULL. */
+const struct tio__foreign_rt *tio__foreign_rt(void);
+/* The runtime if found already (no look); or NULL. */
+const struct tio__foreign_rt *tio__foreign_rt_joined(void);
+
 /* Hash of a byte string (64-bit, word at a time). */
 static inline uint64_t tio__hash_bytes(const void *p, size_t n)
 {
