@@ -180,14 +180,46 @@ static void noop_deleter(struct DLManagedTensor *self)
 	bench_keep(self);
 }
 
-#define CALL_LOOP(set_args, nargs) do {					\
+/*
+ * One function per call row, never inlined, the Function in a local: what
+ * a caller holding a Function runs. With few values live across the call
+ * the counter and the Function stay in registers; inside ffi_run()'s
+ * switch GCC kept them on the stack, a store and a reload on the loop's
+ * own dependency chain, differently from row to row.
+ */
+#define CALL_ROW(name, set_args, nargs)					\
+static __attribute__((noinline)) int name(struct ffi_state *s, tio_object_t *f, uint64_t n) \
+{									\
+	tio_any_t args[4], ret;						\
+	uint64_t i;							\
+	int err = 0;							\
+									\
+	(void)s;							\
 	for (i = 0; i < n; i++) {					\
 		set_args;						\
 		ret = tio_any_none();					\
 		err |= tio_func_call(f, args, nargs, &ret);		\
 		bench_keep(ret.v_int64);				\
 	}								\
-} while (0)
+	return err;							\
+}
+
+CALL_ROW(row_noop, (void)0, 0)
+CALL_ROW(row_int1, args[0] = tio_any_int((int64_t)i), 1)
+CALL_ROW(row_float1, args[0] = tio_any_float((double)i), 1)
+CALL_ROW(row_int2, (args[0] = tio_any_int((int64_t)i), args[1] = tio_any_int(2)), 2)
+CALL_ROW(row_str, args[0] = tio_any_raw_str("tensor"), 1)
+CALL_ROW(row_dlt, args[0] = tio_any_dltensor(&s->dl), 1)
+CALL_ROW(row_tensors, (args[0] = tio_any_object(s->tensors[0]),
+		       args[1] = tio_any_object(s->tensors[1]),
+		       args[2] = tio_any_object(s->tensors[2])), 3)
+CALL_ROW(row_cb, args[0] = tio_any_object(s->cb), 1)
+
+static int (*const call_rows[])(struct ffi_state *, tio_object_t *, uint64_t) = {
+	[C_NOOP] = row_noop, [C_INT1] = row_int1, [C_FLOAT1] = row_float1,
+	[C_INT2] = row_int2, [C_STR] = row_str, [C_DLT] = row_dlt,
+	[C_TENSORS] = row_tensors, [C_CB] = row_cb,
+};
 
 static int ffi_run(struct bench_run *run, uint64_t n)
 {
@@ -198,37 +230,9 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 	uint64_t i;
 	int err = 0;
 
-	/*
-	 * One tight loop per case, the Function in a local: what a caller
-	 * holding a Function runs (and what the tvmffi rows run too).
-	 */
-	switch (k) {
-	case C_NOOP:
-		CALL_LOOP((void)0, 0);
-		break;
-	case C_INT1:
-		CALL_LOOP(args[0] = tio_any_int((int64_t)i), 1);
-		break;
-	case C_FLOAT1:
-		CALL_LOOP(args[0] = tio_any_float((double)i), 1);
-		break;
-	case C_INT2:
-		CALL_LOOP((args[0] = tio_any_int((int64_t)i), args[1] = tio_any_int(2)), 2);
-		break;
-	case C_STR:
-		CALL_LOOP(args[0] = tio_any_raw_str("tensor"), 1);
-		break;
-	case C_DLT:
-		CALL_LOOP(args[0] = tio_any_dltensor(&s->dl), 1);
-		break;
-	case C_TENSORS:
-		CALL_LOOP((args[0] = tio_any_object(s->tensors[0]),
-			   args[1] = tio_any_object(s->tensors[1]),
-			   args[2] = tio_any_object(s->tensors[2])), 3);
-		break;
-	case C_CB:
-		CALL_LOOP(args[0] = tio_any_object(s->cb), 1);
-		break;
+	if (k <= C_CB)
+		err = call_rows[k](s, f, n);
+	switch (k) {	/* the other rows */
 	case C_CHECKED:
 		for (i = 0; i < n && !err; i++) {
 			ret = tio_any_none();
@@ -366,13 +370,35 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 	return 0;
 }
 
+/*
+ * The suite's targets, in one place (docs/benchmarks.md, "FFI against TVM
+ * FFI", has the figures behind them). Those of the goals set against TVM
+ * FFI, measured side by side on the 2-vCPU AMD EPYC (family 25) host:
+ *   lookup by name + DecRef <= 10 ns (TVM FFI 0.1.14: 83 ns);
+ *   a 40-byte string made and released <= 0.5 x TVM FFI's (24.8 ns there);
+ *   IncRef + DecRef <= two atomic operations + 2 ns: a ratio to
+ *   breakdown/atomic-inc-dec, 1.25 being +2 ns over 8.8 and +1.3 over 5.1.
+ */
+#define TARGET_CALL_NS		1.5
+#define TARGET_LOOKUP_NS	10.0
+#define TARGET_REFS_RATIO	1.25
+#define TARGET_DLPACK_NS	12.0
+#define TARGET_STR40_NS		12.0
+#define TARGET_ERROR_NS		1000.0
+
 #define FFI(n, k, t, what) {						\
 	.suite = "ffi", .name = n, .ref = "call/noop-0", .target = t,	\
 	.note = what, .setup = ffi_setup, .run = ffi_run,		\
 	.teardown = ffi_teardown, .arg = k }
 
+/* A row whose target is a ratio to the row @r. */
+#define FFI_RATIO(n, k, r, tr, what) {					\
+	.suite = "ffi", .name = n, .ref = r, .target_ratio = tr,	\
+	.note = what, .setup = ffi_setup, .run = ffi_run,		\
+	.teardown = ffi_teardown, .arg = k }
+
 static struct bench_case cases[] = {
-	FFI("call/noop-0", C_NOOP, 1.5, "no-op Function, 0 args, tio_func_call"),
+	FFI("call/noop-0", C_NOOP, TARGET_CALL_NS, "no-op Function, 0 args, tio_func_call"),
 	FFI("call/int-1", C_INT1, 0, "1 int arg, int result"),
 	FFI("call/float-1", C_FLOAT1, 0, "1 float arg, float result"),
 	FFI("call/int-2", C_INT2, 0, "2 int args, int result"),
@@ -382,17 +408,19 @@ static struct bench_case cases[] = {
 	FFI("call/callback", C_CB, 0, "callee calls a C callback Function"),
 	FFI("call/noop-checked", C_CHECKED, 0, "no-op via tio_func_call_any"),
 	FFI("call/global-by-name", C_GLOBAL, 0, "tio_func_call_global: lookup + call"),
-	FFI("lookup/global", LOOKUP, 20, "tio_func_get_global + DecRef"),
-	FFI("object/incref-decref", INCREF, 6, "IncRef + DecRef of a Function"),
-	FFI("dlpack/import-destroy", DLPACK, 12, "tio_tensor_from_dlpack + DecRef"),
-	FFI("str/create-destroy", STR_NEW, 10, "a 40-byte Str object, new + release"),
+	FFI("lookup/global", LOOKUP, TARGET_LOOKUP_NS, "tio_func_get_global + DecRef"),
+	FFI("dlpack/import-destroy", DLPACK, TARGET_DLPACK_NS, "tio_tensor_from_dlpack + DecRef"),
+	FFI("str/create-destroy", STR_NEW, TARGET_STR40_NS, "a 40-byte Str object, new + release"),
 	FFI("str/small-create", STR_SMALL, 0, "a 5-byte SmallStr (inline, no alloc)"),
 	FFI("breakdown/c-indirect-call", B_CCALL, 0, "dispatch floor: plain indirect C call"),
 	FFI("breakdown/atomic-inc-dec", B_ATOMIC, 0, "refcount floor: atomic add + atomic sub"),
+	/* After its reference row, which its target is a ratio to. */
+	FFI_RATIO("object/incref-decref", INCREF, "breakdown/atomic-inc-dec", TARGET_REFS_RATIO,
+		  "IncRef + DecRef of a Function"),
 	FFI("breakdown/pack-3", B_PACK, 0, "value conversion: int, float, str into Anys"),
 	FFI("breakdown/unpack-2", B_UNPACK, 0, "value conversion: Any -> int, float"),
 	FFI("breakdown/result-str", B_RESULT, 0, "result handling: callee returns a SmallStr, caller releases"),
-	FFI("error/raise-move-release", ERR_RAISE, 1000, "tio_error_raise + move_from_raised + DecRef (backtrace not read)"),
+	FFI("error/raise-move-release", ERR_RAISE, TARGET_ERROR_NS, "tio_error_raise + move_from_raised + DecRef (backtrace not read)"),
 	FFI("error/raise-read-backtrace", ERR_READ, 0, "the same, reading the backtrace (symbolised with libdw)"),
 };
 

@@ -150,8 +150,8 @@ static void probe(const struct gen *g, size_t from)
 		pthread_mutex_lock(&seen_lock);
 		if (g->adds >= seen_adds && g->subs >= seen_subs) {
 			seen_n = ns.i;
-			__atomic_store_n(&seen_adds, g->adds, __ATOMIC_RELAXED);
-			__atomic_store_n(&seen_subs, g->subs, __ATOMIC_RELAXED);
+			__atomic_store_n(&seen_adds, g->adds, __ATOMIC_RELEASE);
+			__atomic_store_n(&seen_subs, g->subs, __ATOMIC_RELEASE);
 		}
 		pthread_mutex_unlock(&seen_lock);
 	}
@@ -174,9 +174,13 @@ const struct tio__foreign_rt *tio__foreign_rt(void)
 	if (TIO_LIKELY(rt))
 		return rt;
 	dl_iterate_phdr(gen_cb, &g);
-	if (g.adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) &&
-	    g.subs == __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))
-		return NULL;
+	/*
+	 * Looked at already, maybe by a thread that found a runtime since our
+	 * first check: the acquire pairs with its release after joining.
+	 */
+	if (g.adds == __atomic_load_n(&seen_adds, __ATOMIC_ACQUIRE) &&
+	    g.subs == __atomic_load_n(&seen_subs, __ATOMIC_ACQUIRE))
+		return tio__foreign_rt_joined();
 	pthread_mutex_lock(&seen_lock);
 	from = g.subs == seen_subs ? seen_n : 0;
 	pthread_mutex_unlock(&seen_lock);
