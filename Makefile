@@ -8,8 +8,11 @@
 #   make modules      kmod/tensorio.ko against KDIR (or KVER)
 #   make install      see below; make deps installs the build and test packages
 #   make check        install what is missing, then every test
-#   make run          the main job: VM + module + overhead benchmark
+#   make run          the main job: VM + module + overhead benchmark, ending
+#                     in "targets: N met, M missed" and build/run/*.png
 #   make bench        every benchmark suite available here
+#   make bench-report a run's JSON as Markdown in docs/results/ (KIND=run,
+#                     the default, or bench)
 #   make python       the Python package's extension, in the tree (python/)
 #
 # KDIR defaults to /lib/modules/$(uname -r)/build when it exists, else the
@@ -157,6 +160,10 @@ run: deps
 bench: deps tests python
 	@scripts/bench.sh
 
+KIND ?= run
+bench-report:
+	@scripts/bench-report.sh $(KIND)
+
 # make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release]: fuzz the driver
 # in the debug-kernel VM (default 3600 s; make check runs a bounded one).
 DURATION ?= 3600
@@ -168,4 +175,4 @@ clean:
 	find build -mindepth 1 -maxdepth 1 ! -name ksrc -exec rm -rf {} + 2>/dev/null || true
 	@for d in $(SUBDIRS) python; do $(MAKE) -s -C $$d clean; done
 
-.PHONY: all tests man build-bench-tests $(SUBDIRS:%=build-%) python install install-system modules modules_clean deps check run bench fuzz clean
+.PHONY: all tests man build-bench-tests $(SUBDIRS:%=build-%) python install install-system modules modules_clean deps check run bench bench-report fuzz clean

@@ -370,58 +370,34 @@ static int ffi_run(struct bench_run *run, uint64_t n)
 	return 0;
 }
 
-/*
- * The suite's targets, in one place (docs/benchmarks.md, "FFI against TVM
- * FFI", has the figures behind them). Those of the goals set against TVM
- * FFI, measured side by side on the 2-vCPU AMD EPYC (family 25) host:
- *   lookup by name + DecRef <= 10 ns (TVM FFI 0.1.14: 83 ns);
- *   a 40-byte string made and released <= 0.5 x TVM FFI's (24.8 ns there);
- *   IncRef + DecRef <= two atomic operations + 2 ns: a ratio to
- *   breakdown/atomic-inc-dec, 1.25 being +2 ns over 8.8 and +1.3 over 5.1.
- */
-#define TARGET_CALL_NS		1.5
-#define TARGET_LOOKUP_NS	10.0
-#define TARGET_REFS_RATIO	1.25
-#define TARGET_DLPACK_NS	12.0
-#define TARGET_STR40_NS		12.0
-#define TARGET_ERROR_NS		1000.0
-
-#define FFI(n, k, t, what) {						\
-	.suite = "ffi", .name = n, .ref = "call/noop-0", .target = t,	\
-	.note = what, .setup = ffi_setup, .run = ffi_run,		\
-	.teardown = ffi_teardown, .arg = k }
-
-/* A row whose target is a ratio to the row @r. */
-#define FFI_RATIO(n, k, r, tr, what) {					\
-	.suite = "ffi", .name = n, .ref = r, .target_ratio = tr,	\
+#define FFI(n, k, what) {						\
+	.suite = "ffi", .name = n, .ref = "call/noop-0",		\
 	.note = what, .setup = ffi_setup, .run = ffi_run,		\
 	.teardown = ffi_teardown, .arg = k }
 
 static struct bench_case cases[] = {
-	FFI("call/noop-0", C_NOOP, TARGET_CALL_NS, "no-op Function, 0 args, tio_func_call"),
-	FFI("call/int-1", C_INT1, 0, "1 int arg, int result"),
-	FFI("call/float-1", C_FLOAT1, 0, "1 float arg, float result"),
-	FFI("call/int-2", C_INT2, 0, "2 int args, int result"),
-	FFI("call/str-small", C_STR, 0, "a 6-byte C string arg"),
-	FFI("call/dltensor", C_DLT, 0, "a DLTensor* arg"),
-	FFI("call/tensor-3", C_TENSORS, 0, "3 Tensor objects, type-checked"),
-	FFI("call/callback", C_CB, 0, "callee calls a C callback Function"),
-	FFI("call/noop-checked", C_CHECKED, 0, "no-op via tio_func_call_any"),
-	FFI("call/global-by-name", C_GLOBAL, 0, "tio_func_call_global: lookup + call"),
-	FFI("lookup/global", LOOKUP, TARGET_LOOKUP_NS, "tio_func_get_global + DecRef"),
-	FFI("dlpack/import-destroy", DLPACK, TARGET_DLPACK_NS, "tio_tensor_from_dlpack + DecRef"),
-	FFI("str/create-destroy", STR_NEW, TARGET_STR40_NS, "a 40-byte Str object, new + release"),
-	FFI("str/small-create", STR_SMALL, 0, "a 5-byte SmallStr (inline, no alloc)"),
-	FFI("breakdown/c-indirect-call", B_CCALL, 0, "dispatch floor: plain indirect C call"),
-	FFI("breakdown/atomic-inc-dec", B_ATOMIC, 0, "refcount floor: atomic add + atomic sub"),
-	/* After its reference row, which its target is a ratio to. */
-	FFI_RATIO("object/incref-decref", INCREF, "breakdown/atomic-inc-dec", TARGET_REFS_RATIO,
-		  "IncRef + DecRef of a Function"),
-	FFI("breakdown/pack-3", B_PACK, 0, "value conversion: int, float, str into Anys"),
-	FFI("breakdown/unpack-2", B_UNPACK, 0, "value conversion: Any -> int, float"),
-	FFI("breakdown/result-str", B_RESULT, 0, "result handling: callee returns a SmallStr, caller releases"),
-	FFI("error/raise-move-release", ERR_RAISE, TARGET_ERROR_NS, "tio_error_raise + move_from_raised + DecRef (backtrace not read)"),
-	FFI("error/raise-read-backtrace", ERR_READ, 0, "the same, reading the backtrace (symbolised with libdw)"),
+	FFI("call/noop-0", C_NOOP, "no-op Function, 0 args, tio_func_call"),
+	FFI("call/int-1", C_INT1, "1 int arg, int result"),
+	FFI("call/float-1", C_FLOAT1, "1 float arg, float result"),
+	FFI("call/int-2", C_INT2, "2 int args, int result"),
+	FFI("call/str-small", C_STR, "a 6-byte C string arg"),
+	FFI("call/dltensor", C_DLT, "a DLTensor* arg"),
+	FFI("call/tensor-3", C_TENSORS, "3 Tensor objects, type-checked"),
+	FFI("call/callback", C_CB, "callee calls a C callback Function"),
+	FFI("call/noop-checked", C_CHECKED, "no-op via tio_func_call_any"),
+	FFI("call/global-by-name", C_GLOBAL, "tio_func_call_global: lookup + call"),
+	FFI("lookup/global", LOOKUP, "tio_func_get_global + DecRef"),
+	FFI("object/incref-decref", INCREF, "IncRef + DecRef of a Function"),
+	FFI("dlpack/import-destroy", DLPACK, "tio_tensor_from_dlpack + DecRef"),
+	FFI("str/create-destroy", STR_NEW, "a 40-byte Str object, new + release"),
+	FFI("str/small-create", STR_SMALL, "a 5-byte SmallStr (inline, no alloc)"),
+	FFI("breakdown/c-indirect-call", B_CCALL, "dispatch floor: plain indirect C call"),
+	FFI("breakdown/atomic-inc-dec", B_ATOMIC, "refcount floor: atomic add + atomic sub"),
+	FFI("breakdown/pack-3", B_PACK, "value conversion: int, float, str into Anys"),
+	FFI("breakdown/unpack-2", B_UNPACK, "value conversion: Any -> int, float"),
+	FFI("breakdown/result-str", B_RESULT, "result handling: callee returns a SmallStr, caller releases"),
+	FFI("error/raise-move-release", ERR_RAISE, "tio_error_raise + move_from_raised + DecRef (backtrace not read)"),
+	FFI("error/raise-read-backtrace", ERR_READ, "the same, reading the backtrace (symbolised with libdw)"),
 };
 
 static void __attribute__((constructor)) ffi_register(void)

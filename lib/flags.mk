@@ -19,3 +19,8 @@ ifneq ($(SAN),)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
 endif
+# Programs built beside the libraries (tio-bench, its unit tests) compile
+# as executables: the same language, warnings and sanitizers, without
+# -fPIC and hidden visibility (tio-bench's malloc counter interposes for
+# every shared object, and its thread-local counter stays local-exec).
+PROG_CFLAGS = $(filter-out -fPIC -fvisibility=hidden,$(CFLAGS))

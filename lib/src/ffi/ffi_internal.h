@@ -16,6 +16,14 @@
 #define TIO_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /*
+ * The entry points whose speed is a goal start on a 64-byte boundary, so
+ * that the library's layout (a file added, a function grown) does not move
+ * their loops across fetch blocks: DLPack import + release ran 0.7 ns (6 %)
+ * slower when an unrelated change moved it by 32 bytes.
+ */
+#define TIO_HOT_ALIGN __attribute__((aligned(64)))
+
+/*
  * The live-object counter: one slot per thread (no atomic read-modify-write
  * on the hot path), summed on demand. See object.c.
  */

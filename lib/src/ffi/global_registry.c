@@ -341,6 +341,7 @@ static __attribute__((noinline)) int lookup_miss(const char *name, size_t len,
 	return lookup_slow(name, len, hash, c, out);
 }
 
+TIO_HOT_ALIGN
 int tio_func_get_global(const char *name, tio_object_t **out)
 {
 	size_t len;
@@ -353,6 +354,7 @@ int tio_func_get_global(const char *name, tio_object_t **out)
 	return lookup_miss(name, len, out);
 }
 
+TIO_HOT_ALIGN
 int tio_func_get_global_n(const char *name, size_t len, tio_object_t **out)
 {
 	if (TIO_LIKELY(!lookup_hit(name, len, out)))

@@ -27,10 +27,11 @@ enum obj_cache_class {
 #define OBJ_CACHE_ON 1
 #endif
 
+/* The counts first: what a take or a put reads sits in the first bytes. */
 struct obj_cache {
-	void *blocks[OBJ_CACHE_CLASSES][OBJ_CACHE_N];
-	int n[OBJ_CACHE_CLASSES];
 	int state;	/* 0 new, 1 registered for thread exit, -1 exited: off */
+	int n[OBJ_CACHE_CLASSES];
+	void *blocks[OBJ_CACHE_CLASSES][OBJ_CACHE_N];
 };
 
 extern TIO_TLS struct obj_cache tio__obj_cache;

@@ -14,6 +14,7 @@ static size_t str_size(size_t len)
 	return sizeof(tio_str_obj_t) + len + 1;
 }
 
+TIO_HOT_ALIGN
 static void str_deleter(void *self, int flags)
 {
 	tio_str_obj_t *s = self;
@@ -58,6 +59,7 @@ static int make(int32_t small, int32_t big, const void *data, size_t len, tio_an
 	return 0;
 }
 
+TIO_HOT_ALIGN
 int tio_str_new(const char *data, size_t len, tio_any_t *out)
 {
 	return make(TIO_TYPE_SMALL_STR, TIO_TYPE_STR, data, len, out);

@@ -6,6 +6,7 @@
 
 #define MAX_NDIM 64
 
+TIO_HOT_ALIGN
 void tio__tensor_deleter(void *self, int flags)
 {
 	struct tensor_obj *t = self;
