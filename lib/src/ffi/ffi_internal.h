@@ -97,6 +97,10 @@ struct tio__foreign_rt {
 	void (*move)(void **out);	/* TVMFFIErrorMoveFromRaised */
 };
 
+/* own_symbol.c: a loaded object's own function @name, or NULL. */
+struct dl_phdr_info;
+void *tio__own_symbol(const struct dl_phdr_info *info, const char *name);
+
 /* The runtime, looked for first when objects were loaded since; or NULL. */
 const struct tio__foreign_rt *tio__foreign_rt(void);
 /* The runtime if found already (no look); or NULL. */

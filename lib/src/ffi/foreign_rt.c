@@ -11,9 +11,11 @@
  * through that runtime's TVMFFIErrorSetRaised and TVMFFIErrorMoveFromRaised.
  * Nothing links it. It is looked for among the loaded objects, again
  * whenever objects were loaded since the last look, by the error paths
- * (a raise, a caller finding nothing raised). An object whose symbol
- * scope resolves tio_error_set_raised to this library (libtensorio-tvmffi
- * beside it) shares our slot already and is not foreign. The runtime found
+ * (a raise, a caller finding nothing raised): an object whose own symbol
+ * table defines both entry points (own_symbol.c) is a runtime, and one
+ * whose symbol scope resolves tio_error_set_raised to this library
+ * (libtensorio-tvmffi beside it) shares our slot already and is not
+ * foreign. The runtime found
  * is pinned (RTLD_NODELETE): its entry points are called until the process
  * ends. A second foreign runtime is not looked for.
  */
@@ -50,62 +52,55 @@ static int gen_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;	/* the counters are the same in every entry */
 }
 
-/* The names of the objects from index @from on (copies: dlopen follows). */
-struct names {
-	size_t from, i, n, cap;
-	char **v;
+/*
+ * The objects from index @from on that define both error entry points
+ * themselves, read from their own symbol tables (no handle is taken):
+ * runtimes, a few at most.
+ */
+#define CANDIDATES_MAX 4
+
+struct candidates {
+	size_t from, i, n;
+	char *name[CANDIDATES_MAX];
+	void *set[CANDIDATES_MAX], *move[CANDIDATES_MAX];
 	int failed;
 };
 
-static int names_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static int candidates_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct names *ns = arg;
-	char **v;
+	struct candidates *c = arg;
+	void *set, *move;
 
 	(void)size;
-	if (ns->i++ < ns->from || !info->dlpi_name || !info->dlpi_name[0])
+	if (c->i++ < c->from || !info->dlpi_name || !info->dlpi_name[0])
 		return 0;	/* the program itself has no name to open */
-	if (ns->n == ns->cap) {
-		v = realloc(ns->v, (ns->cap ? ns->cap * 2 : 16) * sizeof(*v));
-		if (!v)
-			goto fail;
-		ns->v = v;
-		ns->cap = ns->cap ? ns->cap * 2 : 16;
+	set = tio__own_symbol(info, "TVMFFIErrorSetRaised");
+	move = set ? tio__own_symbol(info, "TVMFFIErrorMoveFromRaised") : NULL;
+	if (!move || c->n == CANDIDATES_MAX)
+		return 0;
+	c->name[c->n] = strdup(info->dlpi_name);	/* dlopen follows, outside */
+	if (!c->name[c->n]) {
+		c->failed = 1;
+		return 1;
 	}
-	ns->v[ns->n] = strdup(info->dlpi_name);
-	if (!ns->v[ns->n])
-		goto fail;
-	ns->n++;
+	c->set[c->n] = set;
+	c->move[c->n++] = move;
 	return 0;
-fail:
-	ns->failed = 1;
-	return 1;
 }
 
 /*
- * Whether the object @name itself (not a dependency of it) defines the
- * error entry points, and is not ours; if so fill @rt and pin the object.
+ * Whether the runtime @name is not ours (its symbol scope does not resolve
+ * tio_error_set_raised to this library); if so, pin it.
  */
-static int probe_object(const char *name, struct tio__foreign_rt *rt)
+static int foreign(const char *name)
 {
 	void *h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
-	void *set, *move, *mine;
-	Dl_info di;
 	int found;
 
 	if (!h)
 		return 0;
-	set = dlsym(h, "TVMFFIErrorSetRaised");
-	move = dlsym(h, "TVMFFIErrorMoveFromRaised");
-	mine = dlsym(h, "tio_error_set_raised");
-	found = set && move && mine != (void *)tio_error_set_raised &&
-		dladdr(set, &di) && di.dli_fname && !strcmp(di.dli_fname, name);
-	if (found && dlopen(name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) {
-		*(void **)&rt->set = set;
-		*(void **)&rt->move = move;
-	} else {
-		found = 0;
-	}
+	found = dlsym(h, "tio_error_set_raised") != (void *)tio_error_set_raised &&
+		dlopen(name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
 	dlclose(h);
 	return found;
 }
@@ -132,32 +127,35 @@ static void join(struct tio__foreign_rt *rt)
 /* Look at the objects loaded since @from, the generation being @g. */
 static void probe(const struct gen *g, size_t from)
 {
-	struct names ns = { .from = from };
-	struct tio__foreign_rt *rt = malloc(sizeof(*rt));
+	struct candidates c = { .from = from };
+	struct tio__foreign_rt *rt;
 	size_t i;
 
-	if (!rt)
-		return;		/* look again next time */
-	dl_iterate_phdr(names_cb, &ns);
-	for (i = 0; rt && !ns.failed && i < ns.n; i++) {
-		if (probe_object(ns.v[i], rt)) {
-			join(rt);
-			rt = NULL;
+	dl_iterate_phdr(candidates_cb, &c);
+	for (i = 0; !c.failed && i < c.n; i++) {
+		if (!foreign(c.name[i]))
+			continue;
+		rt = malloc(sizeof(*rt));
+		if (!rt) {
+			c.failed = 1;
+			break;
 		}
+		*(void **)&rt->set = c.set[i];
+		*(void **)&rt->move = c.move[i];
+		join(rt);
+		break;
 	}
-	free(rt);
-	if (!ns.failed) {	/* else look again next time */
+	if (!c.failed) {	/* else look again next time */
 		pthread_mutex_lock(&seen_lock);
 		if (g->adds >= seen_adds && g->subs >= seen_subs) {
-			seen_n = ns.i;
+			seen_n = c.i;
 			__atomic_store_n(&seen_adds, g->adds, __ATOMIC_RELEASE);
 			__atomic_store_n(&seen_subs, g->subs, __ATOMIC_RELEASE);
 		}
 		pthread_mutex_unlock(&seen_lock);
 	}
-	for (i = 0; i < ns.n; i++)
-		free(ns.v[i]);
-	free(ns.v);
+	for (i = 0; i < c.n; i++)
+		free(c.name[i]);
 }
 
 const struct tio__foreign_rt *tio__foreign_rt_joined(void)
