@@ -112,9 +112,11 @@ for kver in ${TIO_CHECK_KERNELS:-$(scripts/kernels.sh)}; do
 		nowarn scripts/kmod.sh "$kver" C=2
 	step "vm-$kver" tests/vm/run.sh -k "$kver" \
 		-m "build/kmod/$kver/kmod/tensorio.ko" -b build/kselftest -t 600
-	# The library's device tests against the driver (TIO_BACKEND=kernel).
+	# The library's tests of the layers that reach a backend (dev, file,
+	# gpu) against the driver (TIO_BACKEND=kernel); ffi's never do.
 	step "vm-lib-$kver" bash -c "rm -rf build/tests/lib-vm && mkdir -p build/tests/lib-vm &&
-		cp build/tests/lib/test_dev_* build/tests/lib-vm/ &&
+		cp build/tests/lib/test_dev_* build/tests/lib/test_file_* \
+		build/tests/lib/test_gpu_* build/tests/lib-vm/ &&
 		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \
 		-b build/tests/lib-vm -s tests/lib/vm-tests.sh -t 600"
 	# RDMA verbs on tensorio buffers over soft-RoCE (rxe over a veth):

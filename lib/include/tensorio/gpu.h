@@ -46,6 +46,8 @@
  * tio_errno() maps it: ENODEV (no driver or device), ENOMEM (out of
  * memory), EINVAL (invalid value), EOPNOTSUPP (not supported by this
  * device or backend), EIO (any other error).
+ *
+ * Layer: gpu (lib/src/gpu/)
  */
 #ifndef TENSORIO_GPU_H
 #define TENSORIO_GPU_H

@@ -11,6 +11,8 @@
  * Every dtype of the format but the packed sub-byte F4/F6 kinds: F64 ...
  * BOOL, C64, and F8_E4M3 / F8_E5M2 / F8_E8M0 as the DLPack codes
  * TIO_DL_FLOAT8_E4M3FN / _E5M2 / _E8M0FNU.
+ *
+ * Layer: file (lib/src/file/)
  */
 #ifndef TENSORIO_SAFETENSORS_H
 #define TENSORIO_SAFETENSORS_H

@@ -8,6 +8,8 @@
  * A tio_stream_t is an FFI object (type "tio.Stream"), reference counted
  * like a buffer; the last reference destroys the timeline, cancelling the
  * points not yet signalled (-ECANCELED).
+ *
+ * Layer: dev (lib/src/dev/)
  */
 #ifndef TENSORIO_STREAM_H
 #define TENSORIO_STREAM_H

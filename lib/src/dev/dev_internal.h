@@ -234,7 +234,7 @@ int tio_desc_explain(const struct tio_tensor_desc *d, uint64_t size, char *why, 
  * @mapped: whether @data is ours to unmap
  * @lock: protects @data, @gpu and @gpu_unregister
  * @ctx: the context
- * @gpu: GPU registrations of @data (gpu_core.c, one per vendor), or NULL
+ * @gpu: GPU registrations of @data (gpu_mem.c, one per vendor), or NULL
  * @gpu_unregister: undoes @gpu; the finalizer calls it first
  * @recycle: for a pinned-cache buffer (pin_cache.c), takes over the handle
  *	and the memory in place of the finalizer's free, or NULL
@@ -268,7 +268,7 @@ struct tio_buffer {
  * @word: the mapped seqno word, or NULL until mapped
  * @lock: protects @word, @gpu and @gpu_unregister
  * @ctx: the context
- * @gpu: GPU registrations of the seqno page (gpu_core.c), or NULL
+ * @gpu: GPU registrations of the seqno page (gpu_fence.c), or NULL
  * @gpu_unregister: undoes @gpu; the finalizer calls it first
  */
 struct tio_stream {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * CUDA through the driver API, loaded with dlopen() (tensorio/gpu.h): the
- * entry points and the operations gpu_core.c drives (gpu_internal.h).
+ * entry points and the operations the core drives (gpu_internal.h).
  *
  * Built against the CUDA headers when the Makefile finds them
  * (TIO_HAVE_CUDA); without them the load fails and every entry point

@@ -2,7 +2,7 @@
 /*
  * HIP (AMD ROCm) through the HIP runtime, loaded with dlopen(), for the
  * kDLROCM devices of tensorio/gpu.h: the entry points and the operations
- * gpu_core.c drives (gpu_internal.h).
+ * the core drives (gpu_internal.h).
  *
  * Built against the HIP headers when the Makefile finds them
  * (TIO_HAVE_HIP, with __HIP_PLATFORM_AMD__); without them the load fails

@@ -3,8 +3,8 @@
  * Internal interface of the loader (loader.c): the read engine that file
  * reads and safetensors loads share.
  */
-#ifndef TIO_IO_INTERNAL_H
-#define TIO_IO_INTERNAL_H
+#ifndef TIO_FILE_INTERNAL_H
+#define TIO_FILE_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -51,4 +51,4 @@ void tio_load_close(struct tio_load_item *it);
  */
 int tio_load_run(struct tio_load_item *items, int n, struct tio_io_opts *o);
 
-#endif /* TIO_IO_INTERNAL_H */
+#endif /* TIO_FILE_INTERNAL_H */

@@ -11,7 +11,7 @@
 
 #include <tensorio/safetensors.h>
 
-#include "io/io_internal.h"
+#include "file/file_internal.h"
 
 /* One tensor; @begin, @end count from its shard's data start. */
 struct st_entry {

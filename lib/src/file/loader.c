@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "io/io_internal.h"
+#include "file/file_internal.h"
 
 #define LD_ALIGN 4096u
 #define LD_MAXQD 256u

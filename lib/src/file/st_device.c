@@ -26,7 +26,7 @@
 #include <tensorio/pinned.h>
 #include <tensorio/tensor.h>
 
-#include "io/st_internal.h"
+#include "file/st_internal.h"
 
 #define SD_SLOTS 4
 

@@ -13,7 +13,7 @@
 
 #include <tensorio/io.h>
 
-#include "io/io_internal.h"
+#include "file/file_internal.h"
 
 #define IO_ALIGN 4096u
 #define IO_MAX_QD 256u

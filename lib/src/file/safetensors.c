@@ -31,7 +31,7 @@
 #include <tensorio/safetensors.h>
 #include <tensorio/tensor.h>
 
-#include "io/st_internal.h"
+#include "file/st_internal.h"
 
 /*
  * Every dtype of the format; the float8 kinds map to their DLPack 1.x codes
