@@ -33,6 +33,9 @@ eight = b"\0" * 8
 write("dup-name.safetensors",
       b'{"w":' + entry(0, 4) + b',"w":' + entry(4, 8) + b"}", eight,
       "a duplicate name in entry w")
+write("dup-name-same-data.safetensors",
+      b'{"w":' + entry(0, 4) + b',"w":{"dtype":"I32","shape":[1],"data_offsets":[0,4]}}',
+      four, "a duplicate name in entry w")
 write("dup-name-escaped.safetensors",
       b'{"w":' + entry(0, 4) + b',"\\u0077":' + entry(4, 8) + b"}", eight,
       "a duplicate name in entry w")
@@ -71,6 +74,13 @@ write("header-trailing-newline.safetensors",
 write("header-second-object.safetensors",
       b'{"w":' + entry(0, 4) + b"}{}", four,
       "header bytes after the JSON object that are not spaces")
+
+write("header-single-quotes.safetensors",
+      b"{'w':" + entry(0, 4) + b"}", four,
+      "the header is not JSON: a single-quoted string")
+write("header-comment.safetensors",
+      b'{/* a comment */"w":' + entry(0, 4) + b"}", four,
+      "the header is not a JSON object")
 
 # The data.
 write("gap-before-data.safetensors",
