@@ -206,15 +206,15 @@ static int check_padding(const char *path, const char *json, size_t hlen, size_t
 	size_t i;
 
 	/* json-c reads the whitespace after the object too: back to its brace. */
-	while (end && strchr(" \t\n\r", json[end - 1]))
+	while (end && json[end - 1] && strchr(" \t\n\r", json[end - 1]))
 		end--;
-	for (i = end; i < hlen; i++)
-		if (json[i] != ' ')
-			return tio_raise_errno(EINVAL, "%s: malformed safetensors file: header bytes "
-					       "after the JSON object that are not spaces (0x%02x at "
-					       "byte %zu of %zu)", path, (unsigned char)json[i], i,
-					       hlen);
-	return 0;
+	for (i = end; i < hlen && json[i] == ' '; i++)
+		;
+	if (i == hlen)
+		return 0;
+	return tio_raise_errno(EINVAL, "%s: malformed safetensors file: header bytes after the "
+			       "JSON object that are not spaces (0x%02x at byte %zu of %zu)",
+			       path, (unsigned char)json[i], i, hlen);
 }
 
 int tio_st_not_json(const char *path, const char *json, size_t hlen)
