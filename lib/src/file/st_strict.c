@@ -187,7 +187,8 @@ static int check_names(const char *path, const char *json, size_t end, struct na
 		}
 	}
 	v = ns->v;
-	qsort(v, ns->n, sizeof(*v), name_cmp);
+	if (ns->n > 1)
+		qsort(v, ns->n, sizeof(*v), name_cmp);
 	for (i = 1; i < ns->n; i++) {
 		if (!name_cmp(&v[i - 1], &v[i])) {
 			st_bad_name(path, "a duplicate name", v[i].s, v[i].n);
