@@ -10,7 +10,8 @@
  * Policy, as the format's reference implementation: the tensors tile the
  * data exactly: the first starts at 0, each starts where the one before
  * ends, the last ends at the end of the file. Gaps, overlaps and trailing
- * bytes are refused (EINVAL, naming which).
+ * bytes are refused (EINVAL, naming which). The header is strict JSON, one
+ * object padded with spaces only, its names UTF-8 and unique (st_strict.c).
  *
  * Sharded checkpoints: model.safetensors.index.json names, in "weight_map",
  * the shard of every tensor; the shards are read together by the loader
@@ -84,6 +85,7 @@ static int st_entry_parse(const char *path, const char *name, json_object *v,
 			  uint64_t data_len, struct st_entry *e)
 {
 	json_object *dt, *shape, *offs;
+	char text[40];
 	uint64_t numel = 1, bytes;
 	const char *d;
 	size_t i, k, nd;
@@ -103,8 +105,9 @@ static int st_entry_parse(const char *path, const char *name, json_object *v,
 			break;
 	if (k == sizeof(st_dtypes) / sizeof(st_dtypes[0]))
 		return tio_raise_errno(EINVAL, "%s: malformed safetensors file: unknown dtype "
-				       "\"%.32s\" in entry %s (sub-byte F4/F6 kinds are not "
-				       "supported)", path, d, name);
+				       "\"%s\" in entry %s (sub-byte F4/F6 kinds are not "
+				       "supported)", path,
+				       tio_st_name_text(d, strlen(d), text, sizeof(text)), name);
 	nd = json_object_array_length(shape);
 	if (nd > TIO_MAX_NDIM)
 		return st_bad(path, "more than 8 dimensions", name);
@@ -146,6 +149,7 @@ static int st_entry_parse(const char *path, const char *name, json_object *v,
 /* The metadata map: string values only, as the format says. */
 static int st_meta(const char *path, struct tio_safetensors *st, json_object *m)
 {
+	char text[96];
 	int64_t i = 0;
 
 	if (!json_object_is_type(m, json_type_object))
@@ -157,6 +161,15 @@ static int st_meta(const char *path, struct tio_safetensors *st, json_object *m)
 		json_object_object_foreach(m, key, val) {
 			if (!json_object_is_type(val, json_type_string))
 				return st_bad(path, "a __metadata__ value is not a string", key);
+			if (!tio_st_utf8(key, strlen(key)))
+				return st_bad(path, "a __metadata__ key that is not UTF-8",
+					      tio_st_name_text(key, strlen(key), text, sizeof(text)));
+			if (!tio_st_utf8(json_object_get_string(val),
+					 (size_t)json_object_get_string_len(val)))
+				return st_bad(path, "a __metadata__ value that is not UTF-8", key);
+			if (strlen(json_object_get_string(val)) !=
+			    (size_t)json_object_get_string_len(val))
+				return st_bad(path, "a __metadata__ value with a NUL byte", key);
 			st->meta[i] = strdup(key);
 			st->meta[i + 1] = strdup(json_object_get_string(val));
 			st->nmeta++;
@@ -179,7 +192,8 @@ static int st_tiles(const char *path, struct st_entry *e, int64_t n, uint64_t da
 		if (e[i].begin < at)
 			return st_bad(path, "overlapping data_offsets", e[i].name);
 		if (e[i].begin > at)
-			return st_bad(path, "a gap before the data of", e[i].name);
+			return tio_raise_errno(EINVAL, "%s: malformed safetensors file: a gap before "
+					       "the data of entry %s", path, e[i].name);
 		at = e[i].end;
 	}
 	if (at != data_len)
@@ -199,12 +213,16 @@ static int st_parse(const char *path, struct tio_safetensors *st, int shard,
 
 	if (!tok)
 		return tio_raise_errno(ENOMEM, "%s", path);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);	/* JSON, as the format says */
 	root = json_tokener_parse_ex(tok, json, (int)hlen);
 	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
 	    !json_object_is_type(root, json_type_object)) {
-		st_bad(path, "the header is not a JSON object", NULL);
+		tio_st_not_json(path, json, hlen);
 		goto out;
 	}
+	if (tio_st_strict(path, json, hlen, json_tokener_get_parse_end(tok),
+			  (size_t)json_object_object_length(root)))
+		goto out;
 	need = st->n + json_object_object_length(root) + 1;
 	if (need > st->cap) {
 		struct st_entry *ne = realloc(st->e, (size_t)need * sizeof(*ne));

@@ -142,7 +142,6 @@ struct sv_ix {
 };
 char *sv_index_text(const char *path, struct sv_ix *ix, int64_t n, const char *const *meta,
 		    int64_t nmeta);
-int sv_utf8(const char *s);
 struct json_object *sv_meta_json(const char *path, const char *const *meta, int64_t nmeta);
 
 /* st_save.c: the files of a save, checked and laid out. */

@@ -3,8 +3,8 @@
  * The index of a sharded checkpoint: its text (for a sharded save,
  * st_save.c) and tio_safetensors_write_index(), which writes it from the
  * shards' headers, for saves split among processes: each writes its own
- * shards, one then writes the index that names them all. The checks of
- * names and metadata (UTF-8) that the writer shares.
+ * shards, one then writes the index that names them all. The metadata
+ * map the writer checks (UTF-8, as the parser's st_strict.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,31 +39,6 @@ static int ix_same_dir(const char *a, const char *b)
 	return same;
 }
 
-/* Whether @s is valid UTF-8 (a safetensors header is). */
-int sv_utf8(const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		unsigned int c = *p, n = c < 0x80 ? 0 : c >= 0xc2 && c < 0xe0 ? 1 :
-					 c >= 0xe0 && c < 0xf0 ? 2 : c >= 0xf0 && c < 0xf5 ? 3 : 9;
-		unsigned int cp = c & (0x3fu >> n), i;
-
-		if (n == 9)
-			return 0;
-		for (i = 1; i <= n; i++) {
-			if ((p[i] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (p[i] & 0x3f);
-		}
-		if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) ||
-		    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)))
-			return 0;
-		p += n + 1;
-	}
-	return 1;
-}
-
 /* A metadata map of @nmeta string pairs, checked (NULL, UTF-8). */
 json_object *sv_meta_json(const char *path, const char *const *meta, int64_t nmeta)
 {
@@ -77,7 +52,7 @@ json_object *sv_meta_json(const char *path, const char *const *meta, int64_t nme
 	for (i = 0; i < nmeta; i++) {
 		const char *k = meta[2 * i], *v = meta[2 * i + 1];
 
-		if (!k || !v || !sv_utf8(k) || !sv_utf8(v)) {
+		if (!k || !v || !tio_st_utf8(k, strlen(k)) || !tio_st_utf8(v, strlen(v))) {
 			tio_raise_errno(EINVAL, "%s: metadata entry %lld is NULL or not UTF-8",
 					path, (long long)i);
 			json_object_put(m);

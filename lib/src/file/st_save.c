@@ -93,7 +93,7 @@ static int sv_check(const char *path, const char *name, const DLTensor *t, DLDev
 	if (!strcmp(name, "__metadata__"))
 		return tio_raise_errno(EINVAL, "%s: tensor name \"__metadata__\" is reserved "
 				       "for the metadata", path);
-	if (!sv_utf8(name))
+	if (!tio_st_utf8(name, strlen(name)))
 		return tio_raise_errno(EINVAL, "%s: a tensor name is not valid UTF-8", path);
 	in->name = name;
 	in->t = t;
