@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * safetensors load (into one pinned buffer, zero-copy views) and save.
+ * safetensors load (into one pinned buffer, zero-copy views); saving is
+ * st_save.c.
  * Format: u64 little-endian header length N, N bytes of JSON
  * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}, ...,
  * "__metadata__": {"key": "value", ..}}, then the data; offsets count from
@@ -51,6 +52,17 @@ static const struct {
 	{ "F8_E4M3", TIO_DL_FLOAT8_E4M3FN, 8 }, { "F8_E5M2", TIO_DL_FLOAT8_E5M2, 8 },
 	{ "F8_E8M0", TIO_DL_FLOAT8_E8M0FNU, 8 },
 };
+
+/* The format's name of a dtype, or NULL (for the writer, st_save.c). */
+const char *tio_st_dtype_name(uint8_t code, uint8_t bits)
+{
+	size_t k;
+
+	for (k = 0; k < sizeof(st_dtypes) / sizeof(st_dtypes[0]); k++)
+		if (st_dtypes[k].code == code && st_dtypes[k].bits == bits)
+			return st_dtypes[k].name;
+	return NULL;
+}
 
 static int st_bad(const char *path, const char *why, const char *name)
 {
@@ -585,213 +597,4 @@ int tio_safetensors_tensor(const tio_safetensors_t *st, const char *name,
 		return 0;
 	}
 	return tio_raise_errno(ENOENT, "no tensor named \"%s\"", name);
-}
-
-/* The bytes of a compact tensor; 0 with an error raised when it cannot be saved. */
-static int st_save_check(const char *path, const char *name, const DLTensor *t,
-			 size_t *k, uint64_t *bytes)
-{
-	int64_t d;
-
-	for (*k = 0; *k < sizeof(st_dtypes) / sizeof(st_dtypes[0]); (*k)++)
-		if (st_dtypes[*k].code == t->dtype.code &&
-		    st_dtypes[*k].bits == t->dtype.bits && t->dtype.lanes == 1)
-			break;
-	if (*k == sizeof(st_dtypes) / sizeof(st_dtypes[0]))
-		return tio_raise_errno(EINVAL, "%s: tensor %s: no safetensors dtype", path, name);
-	if (t->strides)
-		return tio_raise_errno(EINVAL, "%s: tensor %s is strided", path, name);
-	*bytes = t->dtype.bits / 8u;
-	for (d = 0; d < t->ndim; d++)
-		*bytes *= (uint64_t)t->shape[d];
-	return 0;
-}
-
-static json_object *st_header(const char *path, const char *const *names,
-			      const DLTensor *const *tensors, int64_t n,
-			      const char *const *meta, int64_t nmeta)
-{
-	json_object *root = json_object_new_object(), *m, *e, *shape, *offs;
-	uint64_t off = 0, bytes = 0;
-	int64_t i, d;
-	size_t k;
-
-	if (!root)
-		goto nomem;
-	if (nmeta) {
-		m = json_object_new_object();
-		if (!m || json_object_object_add(root, "__metadata__", m))
-			goto nomem;
-		for (i = 0; i < nmeta; i++)
-			if (!meta[2 * i] || !meta[2 * i + 1] ||
-			    json_object_object_add(m, meta[2 * i],
-						   json_object_new_string(meta[2 * i + 1]))) {
-				tio_raise_errno(EINVAL, "%s: metadata entry %lld is NULL", path,
-						(long long)i);
-				goto err;
-			}
-	}
-	for (i = 0; i < n; i++) {
-		if (!names[i] || !tensors[i]) {
-			tio_raise_errno(EINVAL, "%s: tensor %lld: NULL name or tensor", path,
-					(long long)i);
-			goto err;
-		}
-		/* A second entry of a name would silently replace the first. */
-		if (!strcmp(names[i], "__metadata__") ||
-		    json_object_object_get_ex(root, names[i], NULL)) {
-			tio_raise_errno(EINVAL, "%s: tensor name \"%s\" %s", path, names[i],
-					strcmp(names[i], "__metadata__") ? "given twice" :
-					"is reserved for the metadata");
-			goto err;
-		}
-		if (st_save_check(path, names[i], tensors[i], &k, &bytes))
-			goto err;
-		e = json_object_new_object();
-		shape = json_object_new_array();
-		offs = json_object_new_array();
-		if (!e || !shape || !offs) {
-			json_object_put(e);
-			json_object_put(shape);
-			json_object_put(offs);
-			goto nomem;
-		}
-		for (d = 0; d < tensors[i]->ndim; d++)
-			json_object_array_add(shape, json_object_new_int64(tensors[i]->shape[d]));
-		json_object_array_add(offs, json_object_new_int64((int64_t)off));
-		json_object_array_add(offs, json_object_new_int64((int64_t)(off + bytes)));
-		json_object_object_add(e, "dtype", json_object_new_string(st_dtypes[k].name));
-		json_object_object_add(e, "shape", shape);
-		json_object_object_add(e, "data_offsets", offs);
-		json_object_object_add(root, names[i], e);
-		off += bytes;
-	}
-	return root;
-nomem:
-	tio_raise_errno(ENOMEM, "%s", path);
-err:
-	json_object_put(root);
-	return NULL;
-}
-
-static int st_write_all(int fd, const void *p, uint64_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n > (1u << 30) ? (1u << 30) : (size_t)n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		c += w;
-		n -= (uint64_t)w;
-	}
-	return 0;
-}
-
-static int st_write(int fd, const char *text, const DLTensor *const *tensors, int64_t n)
-{
-	uint64_t hlen = strlen(text), pad = (8 - hlen % 8) % 8, bytes;
-	unsigned char len8[8];
-	int64_t i, d;
-	int ret, k;
-
-	for (k = 0; k < 8; k++)
-		len8[k] = (unsigned char)((hlen + pad) >> (8 * k));
-	ret = st_write_all(fd, len8, 8);
-	if (!ret)
-		ret = st_write_all(fd, text, hlen);
-	if (!ret)
-		ret = st_write_all(fd, "        ", pad);
-	for (i = 0; i < n && !ret; i++) {
-		bytes = tensors[i]->dtype.bits / 8u;
-		for (d = 0; d < tensors[i]->ndim; d++)
-			bytes *= (uint64_t)tensors[i]->shape[d];
-		ret = st_write_all(fd, (const char *)tensors[i]->data + tensors[i]->byte_offset,
-				   bytes);
-	}
-	if (!ret && fsync(fd) < 0)
-		ret = -errno;
-	return ret;
-}
-
-/*
- * Write to a temporary file next to @path, fsync it, rename it over @path,
- * fsync the directory: a failure at any point leaves the old file as it
- * was and no temporary behind. SIGXFSZ (ulimit -f) is blocked meanwhile, so
- * that an oversized save fails with EFBIG instead of killing the process;
- * the signal it raised is taken back.
- */
-int tio_safetensors_save_ex(const char *path, const char *const *names,
-			    const DLTensor *const *tensors, int64_t n,
-			    const char *const *meta, int64_t nmeta)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-	sigset_t xfsz, old, pending;
-	char *tmp = NULL, *dir = NULL;
-	json_object *root;
-	int fd = -1, dfd, ret = -1, err, had;
-
-	if (!path || (n && (!names || !tensors)) || n < 0 || nmeta < 0 || (nmeta && !meta))
-		return tio_raise_errno(EINVAL, "tio_safetensors_save: NULL or negative argument");
-	root = st_header(path, names, tensors, n, meta, nmeta);
-	if (!root)
-		return -1;
-	if (asprintf(&dir, "%.*s", slash ? (int)(slash - path) + 1 : 2,
-		     slash ? path : "./") < 0 ||
-	    asprintf(&tmp, "%s.%s.tmp.XXXXXX", dir, slash ? slash + 1 : path) < 0) {
-		tmp = NULL;
-		tio_raise_errno(ENOMEM, "%s", path);
-		goto out;
-	}
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	sigpending(&pending);
-	had = sigismember(&pending, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-	} else {
-		fchmod(fd, 0644);
-		err = st_write(fd, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN),
-			       tensors, n);
-		if (close(fd) < 0 && !err)
-			err = -errno;
-		if (!err && rename(tmp, path) < 0)
-			err = -errno;
-		if (err)
-			unlink(tmp);
-	}
-	sigpending(&pending);
-	if (!had && sigismember(&pending, SIGXFSZ)) {
-		struct timespec zero = { 0, 0 };
-
-		sigtimedwait(&xfsz, NULL, &zero);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		tio_raise_file_errno(-err, "writing %s%s", path,
-				     err == -EFBIG ? " (the file size limit, ulimit -f)" : "");
-		goto out;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	ret = 0;
-out:
-	free(tmp);
-	free(dir);
-	json_object_put(root);
-	return ret;
-}
-
-int tio_safetensors_save(const char *path, const char *const *names,
-			 const DLTensor *const *tensors, int64_t n)
-{
-	return tio_safetensors_save_ex(path, names, tensors, n, NULL, 0);
 }

@@ -48,6 +48,8 @@ int tio_st_index(const char *path, struct tio_safetensors *st, json_object **map
 int tio_st_check_map(const char *path, struct tio_safetensors *st, json_object *map);
 /* Read and check shard @shard's header; its fd stays open buffered. */
 int tio_st_header(struct tio_safetensors *st, int shard);
+/* The format's name of a DLPack dtype (lanes 1), or NULL. */
+const char *tio_st_dtype_name(uint8_t code, uint8_t bits);
 
 /* st_strict.c: whether @n bytes at @s are UTF-8 (strict, as Python's). */
 int tio_st_utf8(const char *s, size_t n);
