@@ -25,10 +25,10 @@ valgrind)
 	done
 	;;
 tsan)
-	# Only programs that start threads (test_net: libtensorio-net's
+	# Only programs that start threads (test_net*: libtensorio-net's
 	# progress thread; saves' writers); ASLR off, as the TSan runtime of
 	# Debian 12 needs on kernels with high mmap entropy.
-	for src in $(grep -l -e pthread_create -e tio_net_worker_create \
+	for src in $(grep -l -e pthread_create -e '"net_test.h"' \
 		     -e tio_safetensors_load_device -e tio_safetensors_save_async \
 		     -e tio_safetensors_save_opts "$top"/tests/lib/test_*.c); do
 		t=$dir/$(basename "$src" .c)
