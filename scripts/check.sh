@@ -96,6 +96,11 @@ step abi tap "exported symbols match lib/libtensorio.map and lib/net/libtensorio
 # libtensorio loads no UCX; everything builds without UCX's headers.
 step net-split tests/tools/test-net-split.sh
 step layers tests/tools/test-check-layers.sh
+# The driver's commands: the uapi header, kmod/tio_cmds.h, the library's
+# command table and docs/uapi.md name the same ones; and the check fails
+# when one of them does not.
+step commands scripts/check-commands.sh
+step commands-check tests/tools/test-check-commands.sh
 step tioctl tests/tools/test-tioctl.sh
 step licenses tap "every SPDX identifier has its text in LICENSES/" scripts/check-licenses.sh
 step man tap "man3 pages from kernel-doc, no warnings, one per export" scripts/man.sh build/man

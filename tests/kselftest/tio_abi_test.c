@@ -6,7 +6,7 @@
  * (-E2BIG otherwise), and directions are those both numbers encode (as
  * drm_ioctl()). STREAM_CREATE grew in uapi 1.1: old-size (24 bytes) and
  * new-size callers are served side by side, by ioctl, by uring_cmd and as
- * SUBMIT records. The old driver answered every other size with ENOTTY.
+ * SUBMIT records.
  */
 #include <fcntl.h>
 #include <stdio.h>

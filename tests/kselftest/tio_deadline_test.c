@@ -7,8 +7,8 @@
  * (sync_file poll, dma-buf poll, DMA_BUF_IOCTL_SYNC, a sync_file exported
  * from the dma-buf, vgem's buffer); earlier points go with it, a late
  * FENCE_SIGNAL gets -ETIMEDOUT, the expiry is counted in debugfs. A point
- * that never leaves the file does not expire. The old driver let all of
- * these wait forever.
+ * that never leaves the file does not expire. Without the bound all of
+ * these would wait forever.
  *
  * Streams here use a short bound (BOUND_MS); waits allow far longer
  * (WAIT_MS), so that nothing depends on the emulator's speed.

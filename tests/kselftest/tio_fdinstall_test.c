@@ -4,8 +4,8 @@
  * userspace: BUF_EXPORT and FENCE_EXPORT whose payload (or SUBMIT vector)
  * lies in read-only memory fail with EFAULT and leave no fd behind, in
  * every submission form (ioctl, uring_cmd, SUBMIT by ioctl and by
- * uring_cmd). The old driver installed the fd first and leaked one per
- * failing call.
+ * uring_cmd). An fd installed before the write-back would be left in the
+ * caller's table, unknown to it, by every failing call.
  */
 #include <dirent.h>
 #include <fcntl.h>
