@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * CUDA (tensorio/gpu.h): device tensors, registered buffers, copies,
- * stream -> fence and fence -> stream, dma-buf export. Without libcuda.so.1
- * or a GPU every test but no_driver skips with the reason; no_driver points
- * TIO_CUDA_LIBRARY at a library that does not exist and runs everywhere.
+ * stream -> fence and fence -> stream, dma-buf export. The driver is
+ * TIO_CUDA_LIBRARY's, else libcuda.so.1 where it loads, else the tests'
+ * fake driver (fixture_fake_cuda.c: dev_pick_cuda()), so every test runs
+ * on every machine; what only the fake can do (inject failures, count
+ * what it holds) runs on the fake only. no_driver points
+ * TIO_CUDA_LIBRARY at a library that does not exist.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -60,6 +63,7 @@ FIXTURE(cuda) {
 
 FIXTURE_SETUP(cuda)
 {
+	dev_pick_cuda();
 	ASSERT_OK(tio_init());
 	dev_warm_up();
 	if (cuda_warm_up(self->why, sizeof(self->why))) {
