@@ -145,6 +145,38 @@ static inline void dev_pick_cuda(void)
 	setenv("TIO_CUDA_LIBRARY", path, 1);
 }
 
+/*
+ * The HIP runtime the HIP device tests run on: TIO_HIP_LIBRARY when set,
+ * else the installed one when it finds a device (an AMD machine), else
+ * the tests' fake runtime (fixture_fake_hip.c). The installed runtime is
+ * probed never to be unloaded (RTLD_NODELETE): the library loads it
+ * again.
+ */
+static inline void dev_pick_hip(void)
+{
+	static const char *const names[] = { "libamdhip64.so.5", "libamdhip64.so" };
+	char path[PATH_MAX];
+	int (*count)(int *);
+	void *dl = NULL;
+	size_t i;
+	int n = 0;
+
+	if (getenv("TIO_HIP_LIBRARY"))
+		return;
+	for (i = 0; !dl && i < sizeof(names) / sizeof(names[0]); i++)
+		dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (dl) {
+		count = (int (*)(int *))dlsym(dl, "hipGetDeviceCount");
+		if (!count || count(&n))
+			n = 0;
+		dlclose(dl);
+	}
+	if (n > 0)
+		return;
+	dev_fixture_path("fake_hip.so", path, sizeof(path));
+	setenv("TIO_HIP_LIBRARY", path, 1);
+}
+
 static inline int dev_is_kernel(void)
 {
 	return tio_backend() == TIO_BACKEND_KERNEL;

@@ -115,6 +115,7 @@ TIO_API int tio_gpu_device_name(DLDevice dev, char *name, size_t len);
 #define TIO_GPU_CAP_WAIT_VALUE64	1	/* fence -> stream */
 #define TIO_GPU_CAP_READONLY_REGISTER	2	/* read-only host registration */
 #define TIO_GPU_CAP_DMABUF		3	/* dma-buf export of device memory */
+#define TIO_GPU_CAP_WRITE_VALUE64	4	/* stream -> fence by a doorbell write */
 
 /**
  * tio_gpu_device_supports() - whether a device has a capability

@@ -265,22 +265,33 @@ struct tio_buffer {
  * @handle: the backend handle
  * @context: the timeline's fence context
  * @seqno_offset: mmap offset of the seqno page
+ * @doorbell_offset: mmap offset of the doorbell page, 0 without one
  * @word: the mapped seqno word, or NULL until mapped
- * @lock: protects @word, @gpu and @gpu_unregister
+ * @bell: the mapped doorbell word, or NULL until mapped
+ * @lock: protects @word, @bell, @gpu, @gpu_unregister, @gpu_upto and
+ *	  @gpu_writer
  * @ctx: the context
- * @gpu: GPU registrations of the seqno page (gpu_fence.c), or NULL
+ * @gpu: GPU registrations of the seqno and doorbell pages (gpu_fence.c),
+ *	 or NULL
  * @gpu_unregister: undoes @gpu; the finalizer calls it first
+ * @gpu_upto: the last point a GPU stream was asked to write into the
+ *	      doorbell (gpu_fence.c), 0 if none
+ * @gpu_writer: the vendor stream that was asked
  */
 struct tio_stream {
 	tio_object_t header;
 	int64_t handle;
 	int64_t context;
 	uint64_t seqno_offset;
+	uint64_t doorbell_offset;
 	const volatile uint64_t *word;
+	volatile uint64_t *bell;
 	pthread_mutex_t lock;
 	struct tio_ctx *ctx;
 	void *gpu;
 	void (*gpu_unregister)(void *obj);
+	uint64_t gpu_upto;
+	const void *gpu_writer;
 };
 
 /* buffer.c, stream.c: wrap a handle the backend just created. */
