@@ -68,9 +68,9 @@ static int tio_stream_mmap(struct tio_obj *obj, struct vm_area_struct *vma)
 		page = s->tl->bell_page;
 		if (!page || !(vma->vm_flags & VM_SHARED))
 			return -EINVAL;
-	} else if (vma->vm_flags & VM_WRITE) {
-		return -EPERM;
 	} else {
+		if (vma->vm_flags & VM_WRITE)
+			return -EPERM;
 		tio_vm_flags_clear(vma, VM_MAYWRITE);
 	}
 	tio_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
