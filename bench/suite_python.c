@@ -195,6 +195,13 @@ static struct bench_case cases[] = {
 	PY("load/torch-load", "load/safetensors", "peer: torch.load of the same weights"),
 	PY("load/numpy-fromfile", "load/safetensors",
 	   "peer: numpy.fromfile of the raw bytes (one array)"),
+	PY("save/safetensors", "save/c-ctypes",
+	   "tensorio.save_safetensors (16 tensors), durable: O_DIRECT, fdatasync, link, dir fsync"),
+	PY("save/c-ctypes", "save/c-ctypes",
+	   "floor: tio_safetensors_save_opts through ctypes on the same arrays"),
+	PY("save/torch-save", "save/c-ctypes", "peer: torch.save of the same weights + fsync"),
+	PY("save/numpy-tofile", "save/c-ctypes",
+	   "peer: numpy tofile of the raw bytes (one array) + fsync"),
 };
 
 static void __attribute__((constructor)) py_register(void)

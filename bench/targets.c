@@ -61,10 +61,17 @@ static const struct bench_target targets[] = {
 	     ">= 0.95x fio's best, four shards"),
 	GBPS("io", "safetensors-warm/medium", "mmap-memcpy/medium", 1.0,
 	     ">= mmap + memcpy from the page cache"),
+	/* Saving at the disk's limit. */
+	GBPS("io", "save/large", "fio-write-best/large", 0.9,
+	     ">= 0.9x fio's best O_DIRECT write with end_fsync, durable"),
+	RATIO("io", "save-async/medium", "memcpy/medium", 1.0,
+	      "an asynchronous save returns within one memcpy of the data"),
 	/* Python calls. */
 	ABS("python", "call/noop-0", 50, BENCH_NS, "a Function call from Python"),
 	ABS("python", "call/torch-tensor", 300, BENCH_NS,
 	    "a call with a torch tensor, conversion included"),
+	RATIO("python", "save/safetensors", "save/c-ctypes", 1.05,
+	      "a save from Python within 5% of the C call"),
 	/* Transfers at the peer tools' speed. */
 	GBPS("net", "put/shm", "put/shm/ucx_perftest", 0.9, ">= 0.9x ucx_perftest's GB/s"),
 	GBPS("net", "get/shm", "get/shm/ucx_perftest", 0.9, ">= 0.9x ucx_perftest's GB/s"),

@@ -122,6 +122,16 @@ int pt_batch_types_ready(PyObject *m);
 
 /* io.c */
 extern PyMethodDef pt_io_functions[];
+/* A progress callable of a load or save, and what it raised. */
+struct pt_progress {
+	PyObject *func;
+	PyObject *exc[3];	/* type, value, traceback */
+};
+int pt_on_progress(void *arg, uint64_t done, uint64_t total);
+
+/* save.c */
+extern PyMethodDef pt_save_functions[];
+int pt_save_types_ready(PyObject *m);
 
 /* dev.c: the device half of libtensorio, the only file calling it. */
 #include "dev.h"

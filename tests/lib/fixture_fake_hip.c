@@ -78,22 +78,31 @@ API int hipHostRegister(void *p, size_t n, unsigned int f) { (void)p; (void)n; (
 API int hipHostUnregister(void *p) { (void)p; return 0; }
 API int hipHostGetDevicePointer(void **d, void *h, unsigned int f) { (void)f; *d = h; return 0; }
 /*
- * FAKE_HIP_FAIL_HTOD=N: the Nth host-to-device copy since the variable was
- * set fails (copies made while it is unset reset the count).
+ * FAKE_HIP_FAIL_HTOD=N, FAKE_HIP_FAIL_DTOH=N: the Nth copy that way since
+ * the variable was set fails (copies made while it is unset reset the
+ * count).
  */
-static atomic_long htod_calls;
+static atomic_long htod_calls, dtoh_calls;
+
+static int fail_now(const char *var, atomic_long *calls)
+{
+	const char *fail = getenv(var);
+
+	if (!fail)
+		atomic_store(calls, 0);
+	else if (atomic_fetch_add(calls, 1) + 1 == atol(fail))
+		return 1;	/* hipErrorInvalidValue */
+	return 0;
+}
 
 API int hipMemcpyHtoDAsync(void *dst, void *src, size_t n, void *st)
 {
-	const char *fail = getenv("FAKE_HIP_FAIL_HTOD");
-
-	if (!fail)
-		atomic_store(&htod_calls, 0);
-	else if (atomic_fetch_add(&htod_calls, 1) + 1 == atol(fail))
-		return 1;	/* hipErrorInvalidValue */
-	return queue(st, dst, src, n);
+	return fail_now("FAKE_HIP_FAIL_HTOD", &htod_calls) ? 1 : queue(st, dst, src, n);
 }
-API int hipMemcpyDtoHAsync(void *dst, void *src, size_t n, void *st) { return queue(st, dst, src, n); }
+API int hipMemcpyDtoHAsync(void *dst, void *src, size_t n, void *st)
+{
+	return fail_now("FAKE_HIP_FAIL_DTOH", &dtoh_calls) ? 1 : queue(st, dst, src, n);
+}
 API int hipStreamCreateWithFlags(void **st, unsigned int f)
 {
 	struct stream *s = calloc(1, sizeof(*s));

@@ -306,7 +306,7 @@ TEST_F(ld, dtypes_metadata_and_tiling)
 	write_raw(self->path, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[1,2]}}",
 		  "xy", 2);
 	ASSERT_EQ(-1, tio_safetensors_load(self->path, &st));
-	ASSERT_DEV_MSG(EINVAL, "a gap before the data of in entry a");
+	ASSERT_DEV_MSG(EINVAL, "a gap before the data of entry a");
 	write_raw(self->path, "{\"a\":{\"dtype\":\"F4\",\"shape\":[1],\"data_offsets\":[0,1]}}",
 		  "x", 1);
 	ASSERT_EQ(-1, tio_safetensors_load(self->path, &st));

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * safetensors: our writer and loader round trip; malformed files get a
- * clear error and leak nothing.
+ * safetensors: our writer and loader round trip; malformed files (and the
+ * corpus in tests/fuzz/corpus/safetensors-bad) get a clear error naming
+ * the rule and leak nothing; the valid edge cases load.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -67,8 +69,9 @@ TEST_F(sft, round_trip)
 	ASSERT_OK(tio_safetensors_save(self->path, names, ts, 2));
 	ASSERT_OK(tio_safetensors_load(self->path, &st));
 	ASSERT_EQ(2, tio_safetensors_count(st));
-	EXPECT_STREQ("layer.weight", tio_safetensors_name(st, 0));
-	EXPECT_STREQ("ids", tio_safetensors_name(st, 1));
+	/* In file order: the writer puts I64 before F32, as safetensors does. */
+	EXPECT_STREQ("ids", tio_safetensors_name(st, 0));
+	EXPECT_STREQ("layer.weight", tio_safetensors_name(st, 1));
 	EXPECT_EQ(NULL, tio_safetensors_name(st, 2));
 	ASSERT_OK(tio_safetensors_tensor(st, "ids", &t));
 	tio_safetensors_free(st);	/* the view keeps the buffer */
@@ -152,6 +155,116 @@ TEST_F(sft, malformed_files)
 	    1, EINVAL, "more than 8");
 	ASSERT_EQ(-1, tio_safetensors_load("/nonexistent.safetensors", &st));
 	ASSERT_DEV_ERR(ENOENT, "OSError");
+}
+
+static int is_corpus_file(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 12 && !strcmp(name + n - 12, ".safetensors");
+}
+
+/*
+ * Every file of the malformed corpus (tests/fuzz/corpus/safetensors-bad;
+ * EXPECTED names each one's message) is refused with it.
+ */
+TEST_F(sft, corpus_refused)
+{
+	char line[512], file[600];
+	FILE *f = fopen(ST_CORPUS "/EXPECTED", "r");
+	int listed = 0, present = 0;
+	struct dirent *d;
+	DIR *dir;
+
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f)) {
+		tio_safetensors_t *st = NULL;
+		char *tab = strchr(line, '\t');
+
+		if (line[0] == '#' || !tab)
+			continue;
+		*tab = '\0';
+		tab[strcspn(tab + 1, "\n") + 1] = '\0';
+		snprintf(file, sizeof(file), "%s/%s", ST_CORPUS, line);
+		EXPECT_EQ(-1, tio_safetensors_load(file, &st)) TH_LOG("%s loaded", line);
+		ASSERT_DEV_MSG(EINVAL, tab + 1);
+		listed++;
+	}
+	fclose(f);
+	/* Every file of the folder is listed. */
+	dir = opendir(ST_CORPUS);
+	ASSERT_NE(NULL, dir);
+	while ((d = readdir(dir)))
+		present += is_corpus_file(d->d_name);
+	closedir(dir);
+	EXPECT_EQ(present, listed);
+	EXPECT_LT(20, listed);
+}
+
+/* The tensor @name of @st: its DLTensor; the Tensor goes into @t. */
+static DLTensor *get(tio_safetensors_t *st, const char *name, tio_object_t **t)
+{
+	*t = NULL;
+	if (tio_safetensors_tensor(st, name, t))
+		return NULL;
+	return tio_tensor_dl(*t);
+}
+
+/*
+ * The valid edge cases load: an empty name, zero-element tensors, BOOL,
+ * unknown fields in an entry, names beyond ASCII (one escaped), space
+ * padding after the header.
+ */
+TEST_F(sft, edge_cases_load)
+{
+	const char *json =
+		"{\"\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+		"\"zero\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
+		"\"zero2\":{\"dtype\":\"I64\",\"shape\":[3,0],\"data_offsets\":[4,4]},"
+		"\"flags\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[4,7],"
+		"\"quant\":{\"scale\":[1,2]},\"note\":\"unknown fields are left out\"},"
+		"\"caf\\u00e9\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[7,8]},"
+		"\"\xe5\x90\x8d\xe5\x89\x8d\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[8,9]},"
+		"\"__metadata__\":{\"format\":\"pt\",\"k\\u00e9y\":\"v\xc3\xa9\"}}        ";
+	tio_safetensors_t *st;
+	tio_object_t *t[6];
+	DLTensor *dl;
+	int i;
+
+	write_raw(self->path, strlen(json), json, 9);
+	ASSERT_OK(tio_safetensors_load(self->path, &st));
+	EXPECT_EQ(6, tio_safetensors_count(st));
+	dl = get(st, "", &t[0]);
+	ASSERT_NE(NULL, dl);
+	EXPECT_EQ(1, dl->shape[0]);
+	dl = get(st, "zero", &t[1]);
+	ASSERT_NE(NULL, dl);
+	EXPECT_EQ(1, dl->ndim);
+	EXPECT_EQ(0, dl->shape[0]);
+	dl = get(st, "zero2", &t[2]);
+	ASSERT_NE(NULL, dl);
+	EXPECT_EQ(2, dl->ndim);
+	EXPECT_EQ(0, dl->shape[1]);
+	dl = get(st, "flags", &t[3]);
+	ASSERT_NE(NULL, dl);
+	EXPECT_EQ(TIO_DTYPE_BOOL, dl->dtype.code);	/* DLPack's kDLBool */
+	EXPECT_EQ(8, dl->dtype.bits);
+	EXPECT_EQ(3, dl->shape[0]);
+	EXPECT_NE(NULL, get(st, "caf\xc3\xa9", &t[4]));
+	dl = get(st, "\xe5\x90\x8d\xe5\x89\x8d", &t[5]);
+	ASSERT_NE(NULL, dl);
+	EXPECT_EQ(0, dl->ndim);
+	tio_safetensors_free(st);
+	for (i = 0; i < 6; i++)
+		tio_object_decref(t[i]);
+
+	/* Spaces after the object only: an empty header of padding loads too. */
+	write_raw(self->path, 8, "{}      ", 0);
+	ASSERT_OK(tio_safetensors_load(self->path, &st));
+	EXPECT_EQ(0, tio_safetensors_count(st));
+	tio_safetensors_free(st);
+	BAD(JLEN, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}\t", 1,
+	    EINVAL, "not spaces (0x09");
 }
 
 TEST_HARNESS_MAIN

@@ -161,6 +161,19 @@ TIO_API int tio_gpu_stream_create(DLDevice dev, tio_gpu_stream_t **out);
 TIO_API void tio_gpu_stream_destroy(tio_gpu_stream_t *gs);
 
 /**
+ * tio_gpu_stream_wrap() - a stream the caller owns (a framework's), for
+ * the calls that take a tio_gpu_stream_t
+ * @dev: its device
+ * @handle: the CUstream or hipStream_t; NULL is the device's default stream
+ * @out: the wrapper; tio_gpu_stream_destroy() frees it and leaves the
+ *	stream alone (neither waits for nor destroys it)
+ *
+ * Return: 0, or -1 with an error raised (ENODEV, EINVAL as
+ * tio_gpu_stream_create()).
+ */
+TIO_API int tio_gpu_stream_wrap(DLDevice dev, void *handle, tio_gpu_stream_t **out);
+
+/**
  * tio_gpu_stream_handle() - the vendor's stream, to enqueue the caller's
  * own work
  * @gs: the stream

@@ -51,4 +51,7 @@ void tio_load_close(struct tio_load_item *it);
  */
 int tio_load_run(struct tio_load_item *items, int n, struct tio_io_opts *o);
 
+/* The largest request and the queue length of @fd's device (0: unknown). */
+void tio_io_device_limits(int fd, uint64_t *max_req, uint64_t *nr_req);
+
 #endif /* TIO_FILE_INTERNAL_H */

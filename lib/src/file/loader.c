@@ -368,7 +368,7 @@ static int ld_reader_init(struct ld_reader *r, struct ld_shared *sh, int fixed)
 }
 
 /* The device's request size and queue length, from sysfs (0 when unknown). */
-static void ld_device(int fd, uint64_t *max_req, uint64_t *nr_req)
+void tio_io_device_limits(int fd, uint64_t *max_req, uint64_t *nr_req)
 {
 	static const char *const up[] = { "queue", "../queue" };
 	unsigned long long v;
@@ -416,7 +416,7 @@ static void ld_size(struct ld_shared *sh, const struct tio_io_opts *o, int *read
 	uint64_t max_req, nr_req, inflight;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
-	ld_device(sh->items[0].fd, &max_req, &nr_req);
+	tio_io_device_limits(sh->items[0].fd, &max_req, &nr_req);
 	sh->chunk = ld_clamp(max_req ? 2 * max_req : 4ULL << 20, 1ULL << 20, 16ULL << 20);
 	inflight = ld_clamp(nr_req && max_req ? nr_req * max_req / 8 : 64ULL << 20,
 			    32ULL << 20, 128ULL << 20);

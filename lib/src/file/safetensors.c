@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * safetensors load (into one pinned buffer, zero-copy views) and save.
+ * safetensors load (into one pinned buffer, zero-copy views); saving is
+ * st_save.c.
  * Format: u64 little-endian header length N, N bytes of JSON
  * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}, ...,
  * "__metadata__": {"key": "value", ..}}, then the data; offsets count from
@@ -9,7 +10,8 @@
  * Policy, as the format's reference implementation: the tensors tile the
  * data exactly: the first starts at 0, each starts where the one before
  * ends, the last ends at the end of the file. Gaps, overlaps and trailing
- * bytes are refused (EINVAL, naming which).
+ * bytes are refused (EINVAL, naming which). The header is strict JSON, one
+ * object padded with spaces only, its names UTF-8 and unique (st_strict.c).
  *
  * Sharded checkpoints: model.safetensors.index.json names, in "weight_map",
  * the shard of every tensor; the shards are read together by the loader
@@ -51,6 +53,17 @@ static const struct {
 	{ "F8_E8M0", TIO_DL_FLOAT8_E8M0FNU, 8 },
 };
 
+/* The format's name of a dtype, or NULL (for the writer, st_save.c). */
+const char *tio_st_dtype_name(uint8_t code, uint8_t bits)
+{
+	size_t k;
+
+	for (k = 0; k < sizeof(st_dtypes) / sizeof(st_dtypes[0]); k++)
+		if (st_dtypes[k].code == code && st_dtypes[k].bits == bits)
+			return st_dtypes[k].name;
+	return NULL;
+}
+
 static int st_bad(const char *path, const char *why, const char *name)
 {
 	return tio_raise_errno(EINVAL, "%s: malformed safetensors file: %s%s%s", path,
@@ -72,6 +85,7 @@ static int st_entry_parse(const char *path, const char *name, json_object *v,
 			  uint64_t data_len, struct st_entry *e)
 {
 	json_object *dt, *shape, *offs;
+	char text[40];
 	uint64_t numel = 1, bytes;
 	const char *d;
 	size_t i, k, nd;
@@ -91,8 +105,9 @@ static int st_entry_parse(const char *path, const char *name, json_object *v,
 			break;
 	if (k == sizeof(st_dtypes) / sizeof(st_dtypes[0]))
 		return tio_raise_errno(EINVAL, "%s: malformed safetensors file: unknown dtype "
-				       "\"%.32s\" in entry %s (sub-byte F4/F6 kinds are not "
-				       "supported)", path, d, name);
+				       "\"%s\" in entry %s (sub-byte F4/F6 kinds are not "
+				       "supported)", path,
+				       tio_st_name_text(d, strlen(d), text, sizeof(text)), name);
 	nd = json_object_array_length(shape);
 	if (nd > TIO_MAX_NDIM)
 		return st_bad(path, "more than 8 dimensions", name);
@@ -134,6 +149,7 @@ static int st_entry_parse(const char *path, const char *name, json_object *v,
 /* The metadata map: string values only, as the format says. */
 static int st_meta(const char *path, struct tio_safetensors *st, json_object *m)
 {
+	char text[96];
 	int64_t i = 0;
 
 	if (!json_object_is_type(m, json_type_object))
@@ -145,6 +161,15 @@ static int st_meta(const char *path, struct tio_safetensors *st, json_object *m)
 		json_object_object_foreach(m, key, val) {
 			if (!json_object_is_type(val, json_type_string))
 				return st_bad(path, "a __metadata__ value is not a string", key);
+			if (!tio_st_utf8(key, strlen(key)))
+				return st_bad(path, "a __metadata__ key that is not UTF-8",
+					      tio_st_name_text(key, strlen(key), text, sizeof(text)));
+			if (!tio_st_utf8(json_object_get_string(val),
+					 (size_t)json_object_get_string_len(val)))
+				return st_bad(path, "a __metadata__ value that is not UTF-8", key);
+			if (strlen(json_object_get_string(val)) !=
+			    (size_t)json_object_get_string_len(val))
+				return st_bad(path, "a __metadata__ value with a NUL byte", key);
 			st->meta[i] = strdup(key);
 			st->meta[i + 1] = strdup(json_object_get_string(val));
 			st->nmeta++;
@@ -167,7 +192,8 @@ static int st_tiles(const char *path, struct st_entry *e, int64_t n, uint64_t da
 		if (e[i].begin < at)
 			return st_bad(path, "overlapping data_offsets", e[i].name);
 		if (e[i].begin > at)
-			return st_bad(path, "a gap before the data of", e[i].name);
+			return tio_raise_errno(EINVAL, "%s: malformed safetensors file: a gap before "
+					       "the data of entry %s", path, e[i].name);
 		at = e[i].end;
 	}
 	if (at != data_len)
@@ -187,12 +213,16 @@ static int st_parse(const char *path, struct tio_safetensors *st, int shard,
 
 	if (!tok)
 		return tio_raise_errno(ENOMEM, "%s", path);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);	/* JSON, as the format says */
 	root = json_tokener_parse_ex(tok, json, (int)hlen);
 	if (!root || json_tokener_get_error(tok) != json_tokener_success ||
 	    !json_object_is_type(root, json_type_object)) {
-		st_bad(path, "the header is not a JSON object", NULL);
+		tio_st_not_json(path, json, hlen);
 		goto out;
 	}
+	if (tio_st_strict(path, json, hlen, json_tokener_get_parse_end(tok),
+			  (size_t)json_object_object_length(root)))
+		goto out;
 	need = st->n + json_object_object_length(root) + 1;
 	if (need > st->cap) {
 		struct st_entry *ne = realloc(st->e, (size_t)need * sizeof(*ne));
@@ -567,213 +597,4 @@ int tio_safetensors_tensor(const tio_safetensors_t *st, const char *name,
 		return 0;
 	}
 	return tio_raise_errno(ENOENT, "no tensor named \"%s\"", name);
-}
-
-/* The bytes of a compact tensor; 0 with an error raised when it cannot be saved. */
-static int st_save_check(const char *path, const char *name, const DLTensor *t,
-			 size_t *k, uint64_t *bytes)
-{
-	int64_t d;
-
-	for (*k = 0; *k < sizeof(st_dtypes) / sizeof(st_dtypes[0]); (*k)++)
-		if (st_dtypes[*k].code == t->dtype.code &&
-		    st_dtypes[*k].bits == t->dtype.bits && t->dtype.lanes == 1)
-			break;
-	if (*k == sizeof(st_dtypes) / sizeof(st_dtypes[0]))
-		return tio_raise_errno(EINVAL, "%s: tensor %s: no safetensors dtype", path, name);
-	if (t->strides)
-		return tio_raise_errno(EINVAL, "%s: tensor %s is strided", path, name);
-	*bytes = t->dtype.bits / 8u;
-	for (d = 0; d < t->ndim; d++)
-		*bytes *= (uint64_t)t->shape[d];
-	return 0;
-}
-
-static json_object *st_header(const char *path, const char *const *names,
-			      const DLTensor *const *tensors, int64_t n,
-			      const char *const *meta, int64_t nmeta)
-{
-	json_object *root = json_object_new_object(), *m, *e, *shape, *offs;
-	uint64_t off = 0, bytes = 0;
-	int64_t i, d;
-	size_t k;
-
-	if (!root)
-		goto nomem;
-	if (nmeta) {
-		m = json_object_new_object();
-		if (!m || json_object_object_add(root, "__metadata__", m))
-			goto nomem;
-		for (i = 0; i < nmeta; i++)
-			if (!meta[2 * i] || !meta[2 * i + 1] ||
-			    json_object_object_add(m, meta[2 * i],
-						   json_object_new_string(meta[2 * i + 1]))) {
-				tio_raise_errno(EINVAL, "%s: metadata entry %lld is NULL", path,
-						(long long)i);
-				goto err;
-			}
-	}
-	for (i = 0; i < n; i++) {
-		if (!names[i] || !tensors[i]) {
-			tio_raise_errno(EINVAL, "%s: tensor %lld: NULL name or tensor", path,
-					(long long)i);
-			goto err;
-		}
-		/* A second entry of a name would silently replace the first. */
-		if (!strcmp(names[i], "__metadata__") ||
-		    json_object_object_get_ex(root, names[i], NULL)) {
-			tio_raise_errno(EINVAL, "%s: tensor name \"%s\" %s", path, names[i],
-					strcmp(names[i], "__metadata__") ? "given twice" :
-					"is reserved for the metadata");
-			goto err;
-		}
-		if (st_save_check(path, names[i], tensors[i], &k, &bytes))
-			goto err;
-		e = json_object_new_object();
-		shape = json_object_new_array();
-		offs = json_object_new_array();
-		if (!e || !shape || !offs) {
-			json_object_put(e);
-			json_object_put(shape);
-			json_object_put(offs);
-			goto nomem;
-		}
-		for (d = 0; d < tensors[i]->ndim; d++)
-			json_object_array_add(shape, json_object_new_int64(tensors[i]->shape[d]));
-		json_object_array_add(offs, json_object_new_int64((int64_t)off));
-		json_object_array_add(offs, json_object_new_int64((int64_t)(off + bytes)));
-		json_object_object_add(e, "dtype", json_object_new_string(st_dtypes[k].name));
-		json_object_object_add(e, "shape", shape);
-		json_object_object_add(e, "data_offsets", offs);
-		json_object_object_add(root, names[i], e);
-		off += bytes;
-	}
-	return root;
-nomem:
-	tio_raise_errno(ENOMEM, "%s", path);
-err:
-	json_object_put(root);
-	return NULL;
-}
-
-static int st_write_all(int fd, const void *p, uint64_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n > (1u << 30) ? (1u << 30) : (size_t)n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		c += w;
-		n -= (uint64_t)w;
-	}
-	return 0;
-}
-
-static int st_write(int fd, const char *text, const DLTensor *const *tensors, int64_t n)
-{
-	uint64_t hlen = strlen(text), pad = (8 - hlen % 8) % 8, bytes;
-	unsigned char len8[8];
-	int64_t i, d;
-	int ret, k;
-
-	for (k = 0; k < 8; k++)
-		len8[k] = (unsigned char)((hlen + pad) >> (8 * k));
-	ret = st_write_all(fd, len8, 8);
-	if (!ret)
-		ret = st_write_all(fd, text, hlen);
-	if (!ret)
-		ret = st_write_all(fd, "        ", pad);
-	for (i = 0; i < n && !ret; i++) {
-		bytes = tensors[i]->dtype.bits / 8u;
-		for (d = 0; d < tensors[i]->ndim; d++)
-			bytes *= (uint64_t)tensors[i]->shape[d];
-		ret = st_write_all(fd, (const char *)tensors[i]->data + tensors[i]->byte_offset,
-				   bytes);
-	}
-	if (!ret && fsync(fd) < 0)
-		ret = -errno;
-	return ret;
-}
-
-/*
- * Write to a temporary file next to @path, fsync it, rename it over @path,
- * fsync the directory: a failure at any point leaves the old file as it
- * was and no temporary behind. SIGXFSZ (ulimit -f) is blocked meanwhile, so
- * that an oversized save fails with EFBIG instead of killing the process;
- * the signal it raised is taken back.
- */
-int tio_safetensors_save_ex(const char *path, const char *const *names,
-			    const DLTensor *const *tensors, int64_t n,
-			    const char *const *meta, int64_t nmeta)
-{
-	const char *slash = path ? strrchr(path, '/') : NULL;
-	sigset_t xfsz, old, pending;
-	char *tmp = NULL, *dir = NULL;
-	json_object *root;
-	int fd = -1, dfd, ret = -1, err, had;
-
-	if (!path || (n && (!names || !tensors)) || n < 0 || nmeta < 0 || (nmeta && !meta))
-		return tio_raise_errno(EINVAL, "tio_safetensors_save: NULL or negative argument");
-	root = st_header(path, names, tensors, n, meta, nmeta);
-	if (!root)
-		return -1;
-	if (asprintf(&dir, "%.*s", slash ? (int)(slash - path) + 1 : 2,
-		     slash ? path : "./") < 0 ||
-	    asprintf(&tmp, "%s.%s.tmp.XXXXXX", dir, slash ? slash + 1 : path) < 0) {
-		tmp = NULL;
-		tio_raise_errno(ENOMEM, "%s", path);
-		goto out;
-	}
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	sigpending(&pending);
-	had = sigismember(&pending, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-	} else {
-		fchmod(fd, 0644);
-		err = st_write(fd, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN),
-			       tensors, n);
-		if (close(fd) < 0 && !err)
-			err = -errno;
-		if (!err && rename(tmp, path) < 0)
-			err = -errno;
-		if (err)
-			unlink(tmp);
-	}
-	sigpending(&pending);
-	if (!had && sigismember(&pending, SIGXFSZ)) {
-		struct timespec zero = { 0, 0 };
-
-		sigtimedwait(&xfsz, NULL, &zero);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		tio_raise_file_errno(-err, "writing %s%s", path,
-				     err == -EFBIG ? " (the file size limit, ulimit -f)" : "");
-		goto out;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	ret = 0;
-out:
-	free(tmp);
-	free(dir);
-	json_object_put(root);
-	return ret;
-}
-
-int tio_safetensors_save(const char *path, const char *const *names,
-			 const DLTensor *const *tensors, int64_t n)
-{
-	return tio_safetensors_save_ex(path, names, tensors, n, NULL, 0);
 }

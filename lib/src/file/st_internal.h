@@ -48,5 +48,20 @@ int tio_st_index(const char *path, struct tio_safetensors *st, json_object **map
 int tio_st_check_map(const char *path, struct tio_safetensors *st, json_object *map);
 /* Read and check shard @shard's header; its fd stays open buffered. */
 int tio_st_header(struct tio_safetensors *st, int shard);
+/* The format's name of a DLPack dtype (lanes 1), or NULL. */
+const char *tio_st_dtype_name(uint8_t code, uint8_t bits);
+
+/* st_strict.c: whether @n bytes at @s are UTF-8 (strict, as Python's). */
+int tio_st_utf8(const char *s, size_t n);
+/* @s as text for a message: escaped (\xNN) unless printable UTF-8. */
+const char *tio_st_name_text(const char *s, size_t n, char *buf, size_t size);
+/*
+ * The header's rules json-c does not check: only spaces after the object
+ * (ending at @end of @hlen bytes), its @members names UTF-8, without NUL
+ * bytes, none twice. Return: 0, or -1 with EINVAL naming the entry.
+ */
+int tio_st_strict(const char *path, const char *json, size_t hlen, size_t end, size_t members);
+/* A header json-c refused as strict JSON: the error saying why. Return: -1. */
+int tio_st_not_json(const char *path, const char *json, size_t hlen);
 
 #endif /* TIO_ST_INTERNAL_H */

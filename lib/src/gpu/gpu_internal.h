@@ -228,6 +228,7 @@ struct tio_gpu_stream {
 	struct tio_gpu *g;
 	int device;
 	void *st;
+	int borrowed;		/* tio_gpu_stream_wrap(): the caller's */
 };
 
 /*

@@ -57,6 +57,10 @@ void tio_gpu_stream_destroy(struct tio_gpu_stream *cs)
 	if (!cs)
 		return;
 	g = cs->g;
+	if (cs->borrowed) {
+		free(cs);
+		return;
+	}
 	if (!g->ops->enter(&g->devs[cs->device], &saved)) {
 		/* Pending host functions run before the stream goes. */
 		g->ops->stream_sync(cs->st);
@@ -107,6 +111,24 @@ int tio_gpu_stream_create(DLDevice dev, tio_gpu_stream_t **out)
 	struct tio_gpu *g = tio_gpu_vendor(dev.device_type);
 
 	return g ? core_stream_create(g, dev.device_id, out) : -1;
+}
+
+int tio_gpu_stream_wrap(DLDevice dev, void *handle, tio_gpu_stream_t **out)
+{
+	struct tio_gpu *g = tio_gpu_vendor(dev.device_type);
+	struct tio_gpu_stream *cs;
+
+	if (!g || !tio_gpu_device(g, dev.device_id))
+		return -1;
+	cs = calloc(1, sizeof(*cs));
+	if (!cs)
+		return tio_raise_errno(ENOMEM, "%s stream", g->name);
+	cs->g = g;
+	cs->device = dev.device_id;
+	cs->st = handle;
+	cs->borrowed = 1;
+	*out = cs;
+	return 0;
 }
 
 void *tio_gpu_stream_handle(const tio_gpu_stream_t *gs)
