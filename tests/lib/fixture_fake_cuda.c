@@ -83,6 +83,7 @@ enum {
 #define REG_IOMEMORY	0x4
 #define REG_READ_ONLY	0x8
 #define MAX_DEV		8
+#define MAX_ALLOC	(1ULL << 40)	/* bytes of device memory at most */
 
 static const struct { int code; const char *name, *text; } errors[] = {
 	{ SUCCESS, "CUDA_SUCCESS", "no error" },
@@ -435,7 +436,8 @@ API CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 		pthread_mutex_unlock(&lock);
 		return OUT_OF_MEMORY;
 	}
-	m = n < (SIZE_MAX >> 1) ? aligned_alloc(4096, (n + 4095) & ~(size_t)4095) : NULL;
+	/* More than a GPU has: refused before malloc (sanitizers abort on it). */
+	m = n <= MAX_ALLOC ? aligned_alloc(4096, (n + 4095) & ~(size_t)4095) : NULL;
 	if (!m || range_add(&allocs, (uintptr_t)m, n, 0)) {
 		pthread_mutex_unlock(&lock);
 		free(m);

@@ -99,8 +99,8 @@ struct tio_queue {
  *	TIO_SUBMIT_F_CONTINUE; *@done is the number processed. Returns the
  *	number of processed records that failed, or a negative errno. It
  *	may process fewer than @n (its limit, max_submit): *@done says
- * @map: map @len bytes at the mmap offset @offset (a buffer window or a
- *	stream's seqno page); 0 (a new mapping, @unmap it), 1 (the backend's
+ * @map: map @len bytes at the mmap offset @offset (a buffer window, a
+ *	stream's seqno or doorbell page); 0 (a new mapping, @unmap it), 1 (the backend's
  *	own mapping, valid until the handle is freed: never unmapped by the
  *	caller) or a negative errno
  * @unmap: undo @map
@@ -268,8 +268,10 @@ struct tio_buffer {
  * @doorbell_offset: mmap offset of the doorbell page, 0 without one
  * @word: the mapped seqno word, or NULL until mapped
  * @bell: the mapped doorbell word, or NULL until mapped
- * @lock: protects @word, @bell, @gpu, @gpu_unregister, @gpu_upto and
- *	  @gpu_writer
+ * @borrowed: which of @word (1) and @bell (2) are the backend's own
+ *	      mappings, never unmapped here
+ * @lock: protects @word, @bell, @borrowed, @gpu, @gpu_unregister,
+ *	  @gpu_upto and @gpu_writer
  * @ctx: the context
  * @gpu: GPU registrations of the seqno and doorbell pages (gpu_fence.c),
  *	 or NULL
@@ -286,6 +288,7 @@ struct tio_stream {
 	uint64_t doorbell_offset;
 	const volatile uint64_t *word;
 	volatile uint64_t *bell;
+	unsigned int borrowed;
 	pthread_mutex_t lock;
 	struct tio_ctx *ctx;
 	void *gpu;

@@ -19,9 +19,9 @@ static void tio_stream_finalize(void *self)
 
 	if (s->gpu_unregister)
 		s->gpu_unregister(s);
-	if (s->word)
+	if (s->word && !(s->borrowed & 1))
 		s->ctx->ops->unmap(s->ctx, (void *)s->word, s->ctx->page_size);
-	if (s->bell)
+	if (s->bell && !(s->borrowed & 2))
 		s->ctx->ops->unmap(s->ctx, (void *)s->bell, s->ctx->page_size);
 	s->ctx->ops->exec(s->ctx, TIO_IOC_STREAM_DESTROY, &op);
 	pthread_mutex_destroy(&s->lock);
@@ -148,10 +148,11 @@ int tio_fence_wait(tio_stream_t *s, uint64_t seqno, int64_t timeout_ns, int *sta
 
 /*
  * The page at @offset of @s mapped into *@slot on first use (the word at
- * its start); NULL with an error raised that names @what.
+ * its start; @bit in @borrowed when it is the backend's own mapping);
+ * NULL with an error raised that names @what.
  */
-static void *tio_stream_map(tio_stream_t *s, void **slot, uint64_t offset, int prot,
-			    const char *what)
+static void *tio_stream_map(tio_stream_t *s, void **slot, unsigned int bit,
+			    uint64_t offset, int prot, const char *what)
 {
 	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	int ret;
@@ -161,12 +162,14 @@ static void *tio_stream_map(tio_stream_t *s, void **slot, uint64_t offset, int p
 	pthread_mutex_lock(&s->lock);
 	if (!*slot) {
 		ret = s->ctx->ops->map(s->ctx, offset, s->ctx->page_size, prot, &p);
-		if (ret) {
+		if (ret < 0) {
 			pthread_mutex_unlock(&s->lock);
-			tio_raise_errno(ret, "mapping the %s of stream %lld", what,
+			tio_raise_errno(-ret, "mapping the %s of stream %lld", what,
 					(long long)s->handle);
 			return NULL;
 		}
+		if (ret)
+			s->borrowed |= bit;
 		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
 	}
 	p = *slot;
@@ -176,7 +179,7 @@ static void *tio_stream_map(tio_stream_t *s, void **slot, uint64_t offset, int p
 
 const volatile uint64_t *tio_stream_seqno_word(tio_stream_t *s)
 {
-	return tio_stream_map(s, (void **)&s->word, s->seqno_offset, PROT_READ,
+	return tio_stream_map(s, (void **)&s->word, 1, s->seqno_offset, PROT_READ,
 			      "seqno word");
 }
 
@@ -187,7 +190,7 @@ volatile uint64_t *tio_stream_doorbell(tio_stream_t *s)
 				(long long)s->handle);
 		return NULL;
 	}
-	return tio_stream_map(s, (void **)&s->bell, s->doorbell_offset,
+	return tio_stream_map(s, (void **)&s->bell, 2, s->doorbell_offset,
 			      PROT_READ | PROT_WRITE, "doorbell");
 }
 

@@ -181,17 +181,19 @@ void tio_gpu_drain(struct tio_gpu *g)
 {
 	struct tio_gpu_signal *sig, *next, **pp;
 
+	/* A look without the lock: the lists' heads are stored atomically. */
 	if (!__atomic_load_n(&g->done, __ATOMIC_RELAXED) &&
 	    !__atomic_load_n(&g->writes, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&g->done_lock);
 	sig = g->done;
-	g->done = NULL;
+	__atomic_store_n(&g->done, NULL, __ATOMIC_RELAXED);
 	/* Landed writes join them: their stream may go now. */
 	for (pp = &g->writes; *pp;) {
 		next = *pp;
 		if (tio_gpu_landed(next)) {
-			*pp = next->next;
+			/* The list's head is also read without the lock. */
+			__atomic_store_n(pp, next->next, __ATOMIC_RELAXED);
 			next->next = sig;
 			sig = next;
 		} else {

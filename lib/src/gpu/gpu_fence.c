@@ -72,7 +72,7 @@ void tio_gpu_signal_run(void *data, int error)
 		tio_error_clear();
 	pthread_mutex_lock(&g->done_lock);
 	sig->next = g->done;
-	g->done = sig;
+	__atomic_store_n(&g->done, sig, __ATOMIC_RELAXED);	/* tio_gpu_drain() */
 	pthread_mutex_unlock(&g->done_lock);
 }
 
@@ -149,7 +149,7 @@ out:
 	if (ret == 1) {
 		pthread_mutex_lock(&g->done_lock);
 		sig->next = g->writes;
-		g->writes = sig;
+		__atomic_store_n(&g->writes, sig, __ATOMIC_RELAXED);	/* tio_gpu_drain() */
 		pthread_mutex_unlock(&g->done_lock);
 	}
 	return ret;

@@ -190,21 +190,26 @@ static int ub_map(struct tio_ctx *ctx, uint64_t offset, size_t len, int prot,
 			pthread_mutex_unlock(&ub->lock);
 			return -EPERM;
 		}
-		fd = o->tl->memfd;
-	} else {
-		if (o->bkind == TIO_BUF_KIND_USER || off >= o->size ||
-		    len > o->size - off) {
-			pthread_mutex_unlock(&ub->lock);
-			return -EINVAL;
-		}
-		/* The whole buffer: the mapping we hold already, not a second one. */
-		if (o->addr && !off && len == o->size) {
-			*addr = o->addr;
-			pthread_mutex_unlock(&ub->lock);
-			return 1;
-		}
-		fd = o->fd;
+		/*
+		 * The mappings the timeline holds (it outlives the handle's
+		 * holder): one address per word, which a device registered on it,
+		 * the backend and every waiter share.
+		 */
+		*addr = off ? (void *)o->tl->bell : (void *)o->tl->page;
+		pthread_mutex_unlock(&ub->lock);
+		return 1;
 	}
+	if (o->bkind == TIO_BUF_KIND_USER || off >= o->size || len > o->size - off) {
+		pthread_mutex_unlock(&ub->lock);
+		return -EINVAL;
+	}
+	/* The whole buffer: the mapping we hold already, not a second one. */
+	if (o->addr && !off && len == o->size) {
+		*addr = o->addr;
+		pthread_mutex_unlock(&ub->lock);
+		return 1;
+	}
+	fd = o->fd;
 	p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
 	pthread_mutex_unlock(&ub->lock);
 	if (p == MAP_FAILED)
