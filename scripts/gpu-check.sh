@@ -52,7 +52,8 @@ export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$here/bin:$PATH"
 rm -f "$out/parts.tsv" "$out/env.tsv"
 mkdir -p "$work" 2>/dev/null || work=$(mktemp -d /tmp/tio-gpu-check.XXXXXX)
-trap 'rm -rf "$work/ckpt" "$work/fio"' EXIT
+# A part timed out leaves its files: the checkpoint, tio-bench's own.
+trap 'rm -rf "$work/ckpt" "$work/fio" "$work/python" "$work"/tio-bench-gpu-load.*' EXIT
 
 elapsed() { echo $(($(date +%s) - start)); }
 say() { printf '[%s +%3ss] %s\n' "$(date +%H:%M:%S)" "$(elapsed)" "$*"; }
@@ -99,8 +100,9 @@ part() {
 # --- env: which GPU, which driver ---------------------------------------
 vendor=none mode=real
 cuda_lib=${TIO_CUDA_LIBRARY:-}
+ldconfig=$(command -v ldconfig || echo /sbin/ldconfig)
 if [ -z "$cuda_lib" ]; then
-	if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+	if "$ldconfig" -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
 		cuda_lib=libcuda.so.1
 	else
 		for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/nvidia/lib64 \
@@ -111,7 +113,7 @@ if [ -z "$cuda_lib" ]; then
 fi
 [ -n "$cuda_lib" ] && vendor=cuda
 case $cuda_lib in *fake_cuda*) mode=fake ;; esac
-if [ $vendor = none ] && [ -e /dev/kfd ] && ldconfig -p 2>/dev/null | grep -q libamdhip64; then
+if [ $vendor = none ] && [ -e /dev/kfd ] && "$ldconfig" -p 2>/dev/null | grep -q libamdhip64; then
 	vendor=rocm
 fi
 # The tests must not fall back to the fake driver: name the real one.
@@ -131,6 +133,13 @@ env_check() {
 	"$py" -c 'import torch, safetensors; print("torch", torch.__version__, "safetensors", safetensors.__version__)' 2>&1 | tail -1
 	echo "scratch $work on $(stat -f -c %T "$work")"
 	[ $vendor != none ] || { echo "note: no GPU driver: no libcuda.so.1, no ROCm"; exit 1; }
+	# A driver without a usable GPU would only skip every test and row.
+	probe=$("$here/bin/tio-bench" --suite gpu --case stream/query --fast --procs 1 --tap 2>&1)
+	echo "$probe" | grep -E '^(not )?ok'
+	if ! echo "$probe" | grep -qE '^ok [0-9]+ - gpu/stream/query$'; then
+		echo "note: no usable GPU: $(echo "$probe" | grep -oE '# SKIP .*|^not ok.*' | head -1)"
+		exit 1
+	fi
 }
 export here out work fast py vendor mode cuda_lib
 export -f env_check
@@ -185,15 +194,14 @@ part bench 60 run_bench
 # --- checkpoint, disk ----------------------------------------------------
 ckpt=
 make_ckpt() {
-	local layers=${TIO_GPU_CHECK_LAYERS:-4}
+	local layers=${TIO_GPU_CHECK_LAYERS:-4} shape=()
 
-	[ "$fast" = 1 ] && layers=1
+	[ "$fast" = 1 ] && layers=1 shape=(--hidden 512 --inter 1024 --vocab 4096)
 	case $(stat -f -c %T "$work") in
 	tmpfs|ramfs) echo "skip: $work is in memory: set TIO_GPU_CHECK_DIR to a disk"; return 77 ;;
 	esac
 	mkdir -p "$work/ckpt"
-	"$py" "$here/python/st_gpu_peer.py" --make --layers "$layers" \
-		$([ "$fast" = 1 ] && echo --hidden 512 --inter 1024 --vocab 4096) \
+	"$py" "$here/python/st_gpu_peer.py" --make --layers "$layers" "${shape[@]}" \
 		"$work/ckpt/model.safetensors" || {
 		echo "skip: no checkpoint from torch (the load rows write their own file)"
 		return 77
@@ -261,10 +269,13 @@ run_python() {
 	[ -f "$inc/Python.h" ] || { echo "skip: no Python.h for $py: the package cannot be built"; return 77; }
 	command -v cc >/dev/null && command -v make >/dev/null ||
 		{ echo "skip: no compiler or make here"; return 77; }
+	# A package of its own in the scratch directory: the tree's stays as it is.
+	mkdir -p "$work/python/pkg/tensorio"
+	cp "$top"/python/tensorio/*.py "$work/python/pkg/tensorio/"
 	make -s -j"$(nproc)" -C "$top/python" PYTHON="$py" LIBO="$here/lib" \
-		O="$work/python" TORCH_ACCEL=0 || return 1
+		O="$work/python" PKG="$work/python/pkg/tensorio" TORCH_ACCEL=0 || return 1
 	"$py" -c 'import pytest' 2>/dev/null || { echo "skip: built; no pytest to run its tests"; return 77; }
-	TIO_TAP=1 PYTHONPATH=$top/python TIO_PY_FIXTURES=$here/bin "$py" -m pytest -q -p no:cacheprovider \
+	TIO_TAP=1 PYTHONPATH=$work/python/pkg TIO_PY_FIXTURES=$here/bin "$py" -m pytest -q -p no:cacheprovider \
 		"$top/python/tests/test_safetensors.py" "$top/python/tests/test_stream.py" \
 		"$top/python/tests/test_dlpack.py" -k "gpu or doorbell or torch"
 }
