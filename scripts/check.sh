@@ -124,9 +124,10 @@ for kver in ${TIO_CHECK_KERNELS:-$(scripts/kernels.sh)}; do
 	# gpu) against the driver (TIO_BACKEND=kernel); ffi's never do. The
 	# GPU tests run on the fake CUDA and HIP runtimes beside them.
 	step "vm-lib-$kver" bash -c "rm -rf build/tests/lib-vm && mkdir -p build/tests/lib-vm &&
-		cp build/tests/lib/test_dev_* build/tests/lib/test_file_* \
+		cp -r build/tests/lib/test_dev_* build/tests/lib/test_file_* \
 		build/tests/lib/test_gpu_* build/tests/lib/fixtures/fake_cuda.so \
-		build/tests/lib/fixtures/fake_hip.so build/tests/lib-vm/ &&
+		build/tests/lib/fixtures/fake_hip.so tests/fuzz/corpus/safetensors-bad \
+		build/tests/lib-vm/ &&
 		tests/vm/run.sh -k $kver -m build/kmod/$kver/kmod/tensorio.ko \
 		-b build/tests/lib-vm -s tests/lib/vm-tests.sh -t 600"
 	# RDMA verbs on tensorio buffers over soft-RoCE (rxe over a veth):
