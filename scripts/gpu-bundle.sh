@@ -14,6 +14,8 @@
 #                     need but the C library's own (copied from this
 #                     machine, debug sections stripped)
 #   python/           the peers: st_gpu_peer.py, st_save_peer.py
+#   include/          DLPack's header (Debian's libdlpack-dev), which the
+#                     Python package's build there needs
 #   fio.tar.xz        Debian's fio and its libraries (unpacked by run.sh;
 #                     cached in build/gpu-bundle-cache, it takes a minute)
 #   MANIFEST          what is in it, and the commit it was built from
@@ -35,7 +37,8 @@ for f in "${progs[@]}" "$top/build/lib/libtensorio.so.0" \
 done
 
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/lib" "$out/python" "$cache"
+mkdir -p "$out/bin" "$out/lib" "$out/python" "$out/include/dlpack" "$cache"
+cp /usr/include/dlpack/dlpack.h "$out/include/dlpack/"
 cp "${progs[@]}" "$top/build/tests/lib/fixtures/fake_cuda.so" \
 	"$top/build/tests/lib/fixtures/fake_hip.so" \
 	"$top/build/tests/lib/fixtures/fixture_module.so" "$out/bin/"

@@ -53,6 +53,7 @@ start=$(date +%s)
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$here/bin:$PATH"
 rm -f "$out/parts.tsv" "$out/env.tsv"
+[ -n "$parts" ] && printf 'parts\t%s\n' "$parts" >>"$out/env.tsv"
 mkdir -p "$work" 2>/dev/null || work=$(mktemp -d /tmp/tio-gpu-check.XXXXXX)
 # A part timed out leaves its files: the checkpoint, tio-bench's own.
 trap 'rm -rf "$work/ckpt" "$work/fio" "$work/python" "$work"/tio-bench-gpu-load.*' EXIT
@@ -157,6 +158,7 @@ env_kv driver "${cuda_lib:-none}"
 env_kv cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
 env_kv cpus "$(nproc)"
 env_kv kernel "$(uname -r)"
+env_kv python "$("$py" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || echo none)"
 command -v nvidia-smi >/dev/null &&
 	env_kv gpu "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 env_kv start "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -279,12 +281,15 @@ run_python() {
 	# A package of its own in the scratch directory: the tree's stays as it is.
 	mkdir -p "$work/python/pkg/tensorio"
 	cp "$top"/python/tensorio/*.py "$work/python/pkg/tensorio/"
-	make -s -j"$(nproc)" -C "$top/python" PYTHON="$py" LIBO="$here/lib" \
+	# DLPack's header from the bundle: GPU machines seldom have it.
+	C_INCLUDE_PATH=$here/include${C_INCLUDE_PATH:+:$C_INCLUDE_PATH} \
+		make -s -j"$(nproc)" -C "$top/python" PYTHON="$py" LIBO="$here/lib" \
 		O="$work/python" PKG="$work/python/pkg/tensorio" TORCH_ACCEL=0 || return 1
 	"$py" -c 'import pytest' 2>/dev/null || { echo "skip: built; no pytest to run its tests"; return 77; }
 	TIO_TAP=1 PYTHONPATH=$work/python/pkg TIO_PY_FIXTURES=$here/bin "$py" -m pytest -q -p no:cacheprovider \
 		"$top/python/tests/test_safetensors.py" "$top/python/tests/test_stream.py" \
-		"$top/python/tests/test_dlpack.py" -k "gpu or doorbell or torch"
+		"$top/python/tests/test_dlpack.py" "$top/python/tests/test_save.py" \
+		-k "gpu or doorbell or torch"
 }
 export -f run_python
 part python 45 run_python

@@ -161,7 +161,8 @@ def main():
         json.dump(summary, f, indent=1)
 
     fake = env.get("mode") == "fake"
-    md = ["# make gpu-check", ""]
+    asked = env.get("parts")
+    md = ["# %smake gpu-check" % ('TIO_GPU_CHECK_PARTS="%s" ' % asked if asked else ""), ""]
     md.append("%s, exit status %d: %s." % (
         env.get("start", "?"), status,
         "every part passed" if status == 0 else "a part failed or no GPU driver was found"))
@@ -170,7 +171,8 @@ def main():
         env.get("gpu", "no GPU named by nvidia-smi"), env.get("cpus", "?"),
         env.get("cpu", "?"), env.get("kernel", "?"), env.get("driver", "?"),
         "the tests' fake driver: host figures, not a GPU's" if fake else env.get("vendor", "?")))
-    md.append("Bundle: %s; %s s in all." % (env.get("bundle", "?"), env.get("seconds", "?")))
+    md.append("Bundle: %s; Python %s; %s s in all." % (
+        env.get("bundle", "?"), env.get("python", "?"), env.get("seconds", "?")))
     md += ["", "| part | status | s | passed | failed | skipped | note |",
            "|---|---|---|---|---|---|---|"]
     for p in parts:
