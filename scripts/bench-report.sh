@@ -11,6 +11,9 @@
 #     KIND run    build/run/*.json (make run; default), with its picture
 #                 build/run/overhead-batch.png copied beside the report
 #     KIND bench  the newest bench/results/<date>/*.json (make bench)
+#     KIND gpu    build/gpu-check/gpu.json and gpu-load.json (make
+#                 gpu-check; or the FILEs of a bundle's run), the report.md
+#                 beside them appended
 #     KIND other  the FILEs given
 #     -o DIR      write DIR/KIND.md instead of docs/results/KIND.md
 set -euo pipefail
@@ -40,6 +43,14 @@ bench)
 	fi
 	title="make bench: every suite"
 	;;
+gpu)
+	if [ ${#files[@]} = 0 ]; then
+		for f in gpu gpu-load; do
+			[ -s "$top/build/gpu-check/$f.json" ] && files+=("$top/build/gpu-check/$f.json")
+		done
+	fi
+	title="make gpu-check: the GPU paths on a GPU"
+	;;
 *)
 	title="tio-bench: $kind"
 	;;
@@ -56,6 +67,11 @@ for f in "${files[@]}"; do
 done
 md=$dir/$kind.md
 "$bin" --targets "${loads[@]}" --md "$md" --title "$title" >/dev/null
+if [ "$kind" = gpu ] && [ -s "$(dirname "${files[0]}")/report.md" ]; then
+	# The parts (tests, peers, the save) and the figures, as gpu-check wrote them.
+	printf '\n## gpu-check\n\n' >>"$md"
+	sed -e '1{/^# /d}' -e 's/^## /### /' "$(dirname "${files[0]}")/report.md" >>"$md"
+fi
 if [ "$kind" = run ] && [ -s "$top/build/run/overhead-batch.png" ]; then
 	cp "$top/build/run/overhead-batch.png" "$dir/run-overhead-batch.png"
 	printf '\n## Picture\n\n![cost per command against batch size](run-overhead-batch.png)\n' >>"$md"

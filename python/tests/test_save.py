@@ -2,8 +2,9 @@
 """Saving checkpoints: every dtype round trips, the layout is the
 safetensors library's, asynchronous saves and their handle, progress and
 cancellation, bad input named, sharded saves, the index of shards saved
-by two processes coordinating through torch.distributed (gloo), and GPU
-tensors through the fake HIP runtime."""
+by two processes coordinating through torch.distributed (gloo), GPU
+tensors through the fake HIP runtime and, where there is one, a real
+CUDA device's."""
 
 import json
 import os
@@ -264,3 +265,35 @@ def test_gpu_tensors_through_the_fake_runtime(tmp_path, fixture_module_path):
     assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr
     assert dst.read_bytes() == src.read_bytes()
     assert (tmp_path / "dst.safetensors.2").read_bytes() == src.read_bytes()
+
+
+def test_torch_cuda_tensors_round_trip(tmp_path):
+    """Tensors of a real CUDA device, some produced on a side stream:
+    saved blocking and asynchronously, each file the safetensors library's
+    bytes for the same tensors, and loaded back onto the device."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        t = {"w": torch.randn(1024, 1027, device="cuda"),
+             "bf": torch.randn(3, 5, 7, device="cuda").to(torch.bfloat16),
+             "i": torch.arange(12345, device="cuda", dtype=torch.int64),
+             "empty": torch.empty(0, 4, device="cuda")}
+    a, b = tmp_path / "a.safetensors", tmp_path / "b.safetensors"
+    tensorio.save_safetensors(a, t, stream=side.cuda_stream)
+    tensorio.save_safetensors(b, t, block=False, stream=side.cuda_stream).wait()
+    side.synchronize()
+    cpu = {k: v.cpu() for k, v in t.items()}
+    assert a.read_bytes() == b.read_bytes()
+    st = pytest.importorskip("safetensors.torch")
+    ref = tmp_path / "ref.safetensors"
+    st.save_file(cpu, str(ref))
+    assert a.read_bytes() == ref.read_bytes()
+    got = tensorio.load_safetensors(a, device="cuda:0")
+    for k, v in t.items():
+        g = torch.from_dlpack(got[k])
+        assert g.device == v.device and torch.equal(g, v), k
+    with pytest.raises(TypeError, match="tensor 't' is not contiguous"):
+        tensorio.save_safetensors(a, {"t": t["w"].t()})
+    assert a.read_bytes() == ref.read_bytes()

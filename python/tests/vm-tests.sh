@@ -6,7 +6,7 @@
 b=/tio/bin
 export TIO_BACKEND=kernel TIO_TAP=1 PYTHONHOME=$b/py PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH=$b/py/site LD_LIBRARY_PATH=$b/libs
-export TIO_PY_FIXTURES=$b/fixtures
+export TIO_PY_FIXTURES=$b/fixtures TIO_ST_CORPUS=$b/safetensors-bad
 cd /tmp || exit 1
 # test_leaks repeats every operation 1300 times: minutes under TCG, and it
 # checks the interpreter side, which the host run covers.

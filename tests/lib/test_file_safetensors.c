@@ -171,12 +171,18 @@ static int is_corpus_file(const char *name)
 TEST_F(sft, corpus_refused)
 {
 	char line[512], file[600];
-	FILE *f = fopen(ST_CORPUS "/EXPECTED", "r");
+	const char *dir_name = getenv("TIO_ST_CORPUS");
+	FILE *f;
 	int listed = 0, present = 0;
 	struct dirent *d;
 	DIR *dir;
 
-	ASSERT_NE(NULL, f);
+	/* TIO_ST_CORPUS: the folder where the tree is not at hand (the VM). */
+	if (!dir_name)
+		dir_name = ST_CORPUS;
+	snprintf(file, sizeof(file), "%s/EXPECTED", dir_name);
+	f = fopen(file, "r");
+	ASSERT_NE(NULL, f) TH_LOG("%s: %s", file, strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
 		tio_safetensors_t *st = NULL;
 		char *tab = strchr(line, '\t');
@@ -185,14 +191,14 @@ TEST_F(sft, corpus_refused)
 			continue;
 		*tab = '\0';
 		tab[strcspn(tab + 1, "\n") + 1] = '\0';
-		snprintf(file, sizeof(file), "%s/%s", ST_CORPUS, line);
+		snprintf(file, sizeof(file), "%s/%s", dir_name, line);
 		EXPECT_EQ(-1, tio_safetensors_load(file, &st)) TH_LOG("%s loaded", line);
 		ASSERT_DEV_MSG(EINVAL, tab + 1);
 		listed++;
 	}
 	fclose(f);
 	/* Every file of the folder is listed. */
-	dir = opendir(ST_CORPUS);
+	dir = opendir(dir_name);
 	ASSERT_NE(NULL, dir);
 	while ((d = readdir(dir)))
 		present += is_corpus_file(d->d_name);
@@ -265,6 +271,40 @@ TEST_F(sft, edge_cases_load)
 	tio_safetensors_free(st);
 	BAD(JLEN, "{\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}\t", 1,
 	    EINVAL, "not spaces (0x09");
+}
+
+/*
+ * The edges of well-formed UTF-8 load: the first and last code points of
+ * each length, beside the surrogates (U+D7FF, U+E000) and U+10FFFF; the
+ * corpus has the forms just past them.
+ */
+TEST_F(sft, utf8_edges_load)
+{
+	static const char *const names[] = {
+		"\x7f", "\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xed\x9f\xbf",
+		"\xee\x80\x80", "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf",
+	};
+	char json[1024];
+	tio_safetensors_t *st;
+	tio_object_t *t;
+	size_t i, at;
+
+	at = (size_t)snprintf(json, sizeof(json), "{");
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		at += (size_t)snprintf(json + at, sizeof(json) - at,
+				       "%s\"%s\":{\"dtype\":\"U8\",\"shape\":[1],"
+				       "\"data_offsets\":[%zu,%zu]}",
+				       i ? "," : "", names[i], i, i + 1);
+	at += (size_t)snprintf(json + at, sizeof(json) - at, "}");
+	ASSERT_GT(sizeof(json), at);
+	write_raw(self->path, at, json, ARRAY_SIZE(names));
+	ASSERT_OK(tio_safetensors_load(self->path, &st));
+	EXPECT_EQ(ARRAY_SIZE(names), (size_t)tio_safetensors_count(st));
+	for (i = 0; i < ARRAY_SIZE(names); i++) {
+		EXPECT_NE(NULL, get(st, names[i], &t)) TH_LOG("name %zu", i);
+		tio_object_decref(t);
+	}
+	tio_safetensors_free(st);
 }
 
 TEST_HARNESS_MAIN

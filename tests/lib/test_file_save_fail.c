@@ -2,7 +2,7 @@
 /*
  * Saves that fail, or die, leave the old file and nothing else: ENOSPC on
  * a small tmpfs (at the start, and with the blocks not reserved, in the
- * middle), the file size limit (SIGXFSZ blocked or ignored), a read-only
+ * middle), EDQUOT on a tmpfs with a quota, the file size limit (SIGXFSZ blocked or ignored), a read-only
  * directory and one the process may not write (refused before anything
  * is staged), SIGKILL at random moments (unnamed and named temporaries),
  * and the temporaries of dead writers removed by the next save while a
@@ -139,6 +139,68 @@ TEST_F(sf, enospc_keeps_the_old_file_and_leaves_nothing)
 	ASSERT_OK(save_version(self->path, 1, 1 << 20, 3, 0, 0));
 	EXPECT_EQ(3, version_of(self->path));
 	ASSERT_EQ(0, umount(self->dir));
+}
+
+/*
+ * The child of edquot_...: as nobody (root's CAP_SYS_RESOURCE passes any
+ * hard limit), saves over its quota fail with EDQUOT naming the file,
+ * whichever way the blocks are taken, and leave version 1 alone. Exit 0
+ * when all held, 3 when it could not become nobody, else the step.
+ */
+static int edquot_child(const char *dir, const char *path)
+{
+	static const unsigned int flags[3] = { 0, TIO_SAVE_NO_PREALLOC, TIO_SAVE_NAMED_TEMP };
+	struct stat a, b;
+	int i, strays;
+
+	if (setgid(65534) || setuid(65534))
+		return 3;
+	if (save_version(path, 1, 100000, 1, 0, 0) || stat(path, &a))
+		return 4;
+	for (i = 0; i < 6; i++) {
+		tio_object_t *e;
+		int ok;
+
+		if (save_version(path, 2, 3 << 20, 2, flags[i % 3], i / 3) != -1)
+			return 10 + i;
+		e = tio_error_move_from_raised();
+		ok = e && tio_errno() == EDQUOT && strstr(tio_error_message(e), "model.safetensors");
+		tio_object_decref(e);
+		if (!ok)
+			return 20 + i;
+		if (stat(path, &b) || a.st_ino != b.st_ino || version_of(path) != 1)
+			return 30 + i;
+		if (sv_count(dir, &strays) != 1)
+			return 40 + i;
+	}
+	/* The quota is all back: a save that fits still works. */
+	if (save_version(path, 1, 1 << 20, 3, 0, 0) || version_of(path) != 3)
+		return 50;
+	return 0;
+}
+
+TEST_F(sf, edquot_keeps_the_old_file_and_leaves_nothing)
+{
+	const char *why = own_mounts();
+	pid_t pid;
+	int st;
+
+	if (why)
+		SKIP(return, "%s", why);
+	/* tmpfs's quotas (Linux 6.6): a hard limit for every user but root. */
+	if (mount("tmpfs", self->dir, "tmpfs", 0, "quota,usrquota_block_hardlimit=2m"))
+		SKIP(return, "no tmpfs quotas here (Linux 6.6): %s", strerror(errno));
+	ASSERT_EQ(0, chmod(self->dir, 0777));
+	pid = fork_clean();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(edquot_child(self->dir, self->path));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	ASSERT_EQ(0, umount(self->dir));
+	ASSERT_TRUE(WIFEXITED(st));
+	if (WEXITSTATUS(st) == 3)
+		SKIP(return, "cannot become nobody");
+	EXPECT_EQ(0, WEXITSTATUS(st)) TH_LOG("failed at step %d", WEXITSTATUS(st));
 }
 
 static void *save_thread(void *arg)

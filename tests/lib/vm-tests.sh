@@ -5,7 +5,7 @@
 # them to /tio/bin) against the driver, TIO_BACKEND=kernel so that a
 # missing driver fails loudly.
 rc=0
-export TIO_BACKEND=kernel
+export TIO_BACKEND=kernel TIO_ST_CORPUS=/tio/bin/safetensors-bad
 cd /tmp || exit 1
 for t in /tio/bin/test_*; do
 	[ -x "$t" ] || continue

@@ -83,6 +83,17 @@ static int sv_is_tmp(const char *name)
 	return 1;
 }
 
+/* flock(), waited for through interruptions (see sv_fallocate()). */
+static int sv_flock(int fd, int op)
+{
+	int r;
+
+	do
+		r = flock(fd, op);
+	while (r && errno == EINTR);
+	return r;
+}
+
 /* Remove the temporaries of dead writers (their lock is free). */
 static void sv_clean(int dirfd)
 {
@@ -90,7 +101,7 @@ static void sv_clean(int dirfd)
 	DIR *d;
 	int dup;
 
-	if (flock(dirfd, LOCK_EX))
+	if (sv_flock(dirfd, LOCK_EX))
 		return;		/* no flock here: nothing can be known dead */
 	dup = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	d = dup >= 0 ? fdopendir(dup) : NULL;
@@ -105,20 +116,20 @@ static void sv_clean(int dirfd)
 		fd = openat(dirfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			continue;
-		if (!fstat(fd, &sb) && S_ISREG(sb.st_mode) && !flock(fd, LOCK_EX | LOCK_NB))
+		if (!fstat(fd, &sb) && S_ISREG(sb.st_mode) && !sv_flock(fd, LOCK_EX | LOCK_NB))
 			unlinkat(dirfd, de->d_name, 0);
 		close(fd);
 	}
 	if (d)
 		closedir(d);
-	flock(dirfd, LOCK_UN);
+	sv_flock(dirfd, LOCK_UN);
 }
 
 /* The named temporary, created and locked under the directory's shared lock. */
 static int sv_tmp_named(struct sv_tmp *t)
 {
 	char name[NAME_MAX + 1];
-	int i, locked = !flock(t->dirfd, LOCK_SH);
+	int i, locked = !sv_flock(t->dirfd, LOCK_SH);
 
 	for (i = 0; i < 100; i++) {
 		sv_tmp_name(t->base, name, sizeof(name));
@@ -127,11 +138,11 @@ static int sv_tmp_named(struct sv_tmp *t)
 			break;
 	}
 	if (t->fd >= 0) {
-		flock(t->fd, LOCK_EX);
+		sv_flock(t->fd, LOCK_EX);
 		t->named = strdup(name);
 	}
 	if (locked)
-		flock(t->dirfd, LOCK_UN);
+		sv_flock(t->dirfd, LOCK_UN);
 	if (t->fd < 0)
 		return tio_raise_file_errno(errno, "creating a file next to %s", t->dest);
 	if (!t->named)
@@ -196,7 +207,7 @@ int sv_tmp_open(struct sv_tmp *t, const char *dest, unsigned int flags)
 	if (t->fd < 0 && sv_tmp_named(t))
 		return -1;
 	if (!t->named)
-		flock(t->fd, LOCK_EX);	/* before linkat() can give it a name */
+		sv_flock(t->fd, LOCK_EX);	/* before linkat() can give it a name */
 	if (!(flags & TIO_SAVE_NO_DIRECT))
 		sv_tmp_direct(t);
 	return 0;
@@ -206,6 +217,32 @@ static int sv_raise_write(struct sv_tmp *t, int err)
 {
 	return tio_raise_file_errno(err, "writing %s%s", t->dest,
 				    err == EFBIG ? " (the file size limit, ulimit -f)" : "");
+}
+
+/*
+ * fallocate() on tmpfs gives up with EINTR whenever signal_pending() holds,
+ * and io_uring's task work (a completion of the driver's uring_cmd, say)
+ * makes it hold without any signal: the call is retried, as is any call
+ * here that a file system may interrupt.
+ */
+static int sv_fallocate(int fd, off_t len)
+{
+	int r;
+
+	do
+		r = fallocate(fd, 0, 0, len);
+	while (r && errno == EINTR);
+	return r;
+}
+
+static int sv_ftruncate(int fd, off_t len)
+{
+	int r;
+
+	do
+		r = ftruncate(fd, len);
+	while (r && errno == EINTR);
+	return r;
 }
 
 /*
@@ -220,11 +257,11 @@ int sv_tmp_reserve(struct sv_tmp *t, uint64_t size, unsigned int flags)
 
 	if (!a)
 		return 0;
-	if (!(flags & TIO_SAVE_NO_PREALLOC) && !fallocate(t->fd, 0, 0, (off_t)a))
+	if (!(flags & TIO_SAVE_NO_PREALLOC) && !sv_fallocate(t->fd, (off_t)a))
 		return 0;
 	if (!(flags & TIO_SAVE_NO_PREALLOC) && errno != EOPNOTSUPP)
 		return sv_raise_write(t, errno);
-	return ftruncate(t->fd, (off_t)a) ? sv_raise_write(t, errno) : 0;
+	return sv_ftruncate(t->fd, (off_t)a) ? sv_raise_write(t, errno) : 0;
 }
 
 /* Cut the file to @size and make its data durable. */
@@ -234,10 +271,11 @@ int sv_tmp_sync(struct sv_tmp *t, uint64_t size)
 
 	if (fstat(t->fd, &sb))
 		return sv_raise_write(t, errno);
-	if ((uint64_t)sb.st_size != size && ftruncate(t->fd, (off_t)size))
+	if ((uint64_t)sb.st_size != size && sv_ftruncate(t->fd, (off_t)size))
 		return sv_raise_write(t, errno);
-	if (fdatasync(t->fd))
-		return sv_raise_write(t, errno);
+	while (fdatasync(t->fd))
+		if (errno != EINTR)
+			return sv_raise_write(t, errno);
 	return 0;
 }
 

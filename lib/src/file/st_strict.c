@@ -7,12 +7,9 @@
  *   - no single-quoted string (json-c takes them, even strict).
  * json-c keeps the last of two equal names (so a file would mean different
  * tensors to different readers), passes bytes that are not UTF-8 (which
- * the Python binding then cannot decode) and cuts a name at a \u0000. UTF-8
- * is decided by glibc's iconv: overlong forms, surrogates and code points
- * above U+10FFFF are refused, as Python's decoder does.
+ * the Python binding then cannot decode) and cuts a name at a \u0000.
  */
 #include <errno.h>
-#include <iconv.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,28 +19,45 @@
 
 #define NAME_TEXT_MAX 96	/* an escaped name in a message */
 
-int tio_st_utf8(const char *s, size_t n)
+/*
+ * Well-formed UTF-8 as Table 3-7 of the Unicode standard gives it (no
+ * overlong form, surrogate or code point above U+10FFFF), as Python's
+ * decoder takes it. glibc's iconv would need its gconv modules at run
+ * time, which containers and initramfs systems often lack.
+ */
+int tio_st_utf8(const char *str, size_t n)
 {
-	char out[256], *in = (char *)s, *o;
-	size_t i, left = n, room;
-	iconv_t cd;
-	int ok = 1;
+	const unsigned char *s = (const unsigned char *)str;
+	size_t i = 0, k, len;
 
-	for (i = 0; i < n && !(s[i] & 0x80); i++)
-		;
-	if (i == n)
-		return 1;	/* ASCII */
-	cd = iconv_open("UTF-32LE", "UTF-8");
-	if (cd == (iconv_t)-1)
-		return 0;	/* cannot tell: refused */
-	while (ok && left) {
-		o = out;
-		room = sizeof(out);
-		if (iconv(cd, &in, &left, &o, &room) == (size_t)-1 && errno != E2BIG)
-			ok = 0;
+	while (i < n) {
+		unsigned char c = s[i], lo = 0x80, hi = 0xbf;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			len = 2;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			len = 3;
+			lo = c == 0xe0 ? 0xa0 : lo;	/* overlong */
+			hi = c == 0xed ? 0x9f : hi;	/* surrogates */
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			len = 4;
+			lo = c == 0xf0 ? 0x90 : lo;	/* overlong */
+			hi = c == 0xf4 ? 0x8f : hi;	/* above U+10FFFF */
+		} else {
+			return 0;
+		}
+		if (n - i < len || s[i + 1] < lo || s[i + 1] > hi)
+			return 0;
+		for (k = 2; k < len; k++)
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+		i += len;
 	}
-	iconv_close(cd);
-	return ok;
+	return 1;
 }
 
 const char *tio_st_name_text(const char *s, size_t n, char *buf, size_t size)

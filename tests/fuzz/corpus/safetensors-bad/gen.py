@@ -57,6 +57,21 @@ write("name-utf8-surrogate.safetensors",
 write("name-utf8-above-max.safetensors",
       b'{"w\xf4\x90\x80\x80":' + entry(0, 4) + b"}", four,
       "a name that is not UTF-8 in entry w\\xf4\\x90\\x80\\x80")
+write("name-utf8-lone-continuation.safetensors",
+      b'{"w\x80":' + entry(0, 4) + b"}", four,
+      "a name that is not UTF-8 in entry w\\x80")
+write("name-utf8-overlong3.safetensors",
+      b'{"w\xe0\x9f\xbf":' + entry(0, 4) + b"}", four,
+      "a name that is not UTF-8 in entry w\\xe0\\x9f\\xbf")
+write("name-utf8-overlong4.safetensors",
+      b'{"w\xf0\x8f\xbf\xbf":' + entry(0, 4) + b"}", four,
+      "a name that is not UTF-8 in entry w\\xf0\\x8f\\xbf\\xbf")
+write("name-utf8-bad-lead.safetensors",
+      b'{"w\xf5\x80\x80\x80":' + entry(0, 4) + b"}", four,
+      "a name that is not UTF-8 in entry w\\xf5\\x80\\x80\\x80")
+write("name-utf8-bad-continuation.safetensors",
+      b'{"w\xe2\x82\x41":' + entry(0, 4) + b"}", four,
+      "a name that is not UTF-8 in entry w\\xe2\\x82A")
 write("metadata-not-utf8.safetensors",
       b'{"__metadata__":{"format":"p\xfft"},"w":' + entry(0, 4) + b"}", four,
       "a __metadata__ value that is not UTF-8 in entry format")
