@@ -24,7 +24,7 @@ static void md_cell(FILE *f, const char *s)
 static void md_load(FILE *f, const struct bench_header *h)
 {
 	if (!h->load[0]) {
-		fputc('-', f);
+		fputs(h->unit == BENCH_INSN ? "n/a (insn)" : "-", f);
 		return;
 	}
 	fprintf(f, "%.*s", (int)strcspn(h->load, " "), h->load);
