@@ -16,7 +16,8 @@
 #     KIND other  the FILEs given
 #     -o DIR      write DIR/KIND.md instead of docs/results/KIND.md
 #     -r          run the SUITE first: tio-bench --suite SUITE --json
-#                 build/results/SUITE.json (TIO_BENCH_ARGS adds options)
+#                 build/results/SUITE.json (TIO_BENCH_ARGS adds options;
+#                 the commit recorded is TIO_COMMIT, else git describe's)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${TIO_BENCH:-$top/build/bench/tio-bench}
@@ -57,7 +58,7 @@ bench)
 	if [ -n "$runit" ]; then
 		[ -x "$bin" ] || { echo "bench-report: no $bin (make)" >&2; exit 2; }
 		mkdir -p "$jdir"
-		commit=$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)
+		commit=${TIO_COMMIT:-$(git -C "$top" describe --always --dirty 2>/dev/null || echo unknown)}
 		# shellcheck disable=SC2086 # TIO_BENCH_ARGS is a list of options
 		TIO_COMMIT=$commit "$bin" --suite "$kind" --json "$json" ${TIO_BENCH_ARGS:-}
 	fi
