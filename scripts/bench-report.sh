@@ -43,14 +43,14 @@ run)
 			[ -s "$top/build/run/$f.json" ] && files+=("$top/build/run/$f.json")
 		done
 	fi
-	title="make run: the driver's command paths and the FFI"
+	title="make run: the driver's command paths and the FFI (make run; make bench-report)"
 	;;
 bench)
 	if [ ${#files[@]} = 0 ]; then
 		last=$(ls -d "$top"/bench/results/*/ 2>/dev/null | sort | tail -1)
 		[ -n "$last" ] && files=("$last"*.json)
 	fi
-	title="make bench: every suite"
+	title="make bench: every suite (make bench; make bench-report KIND=bench)"
 	;;
 *)
 	jdir=${TIO_RESULTS_JSON:-$top/build/results}
@@ -65,7 +65,7 @@ bench)
 	title="tio-bench: $kind"
 	if [ ${#files[@]} = 0 ] && [ -s "$json" ]; then
 		files=("$json")
-		title="tio-bench --suite $kind"
+		title="tio-bench --suite $kind (scripts/bench-report.sh -r $kind)"
 	fi
 	;;
 esac
