@@ -12,7 +12,11 @@
 #                     in "targets: N met, M missed" and build/run/*.png
 #   make bench        every benchmark suite available here
 #   make bench-report a run's JSON as Markdown in docs/results/ (KIND=run,
-#                     the default, or bench)
+#                     the default, bench, or gpu)
+#   make gpu-bundle   what gpu-check runs, in build/gpu-bundle: programs,
+#                     the libraries they need, peers, fio (for a GPU machine
+#                     that builds nothing: build/gpu-bundle/run.sh OUTDIR)
+#   make gpu-check    on a machine with a GPU: the bundle, run (build/gpu-check)
 #   make python       the Python package's extension, in the tree (python/)
 #
 # KDIR defaults to /lib/modules/$(uname -r)/build when it exists, else the
@@ -164,6 +168,13 @@ KIND ?= run
 bench-report:
 	@scripts/bench-report.sh $(KIND)
 
+gpu-bundle: all tests
+	@scripts/gpu-bundle.sh build/gpu-bundle
+
+GPU_CHECK_OUT ?= build/gpu-check
+gpu-check: gpu-bundle
+	@build/gpu-bundle/run.sh $(GPU_CHECK_OUT)
+
 # make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release]: fuzz the driver
 # in the debug-kernel VM (default 3600 s; make check runs a bounded one).
 DURATION ?= 3600
@@ -175,4 +186,4 @@ clean:
 	find build -mindepth 1 -maxdepth 1 ! -name ksrc -exec rm -rf {} + 2>/dev/null || true
 	@for d in $(SUBDIRS) python; do $(MAKE) -s -C $$d clean; done
 
-.PHONY: all tests man build-bench-tests $(SUBDIRS:%=build-%) python install install-system modules modules_clean deps check run bench bench-report fuzz clean
+.PHONY: all tests man build-bench-tests $(SUBDIRS:%=build-%) python install install-system modules modules_clean deps check run bench bench-report gpu-bundle gpu-check fuzz clean

@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <tensorio/dlpack.h>
+
 /* setup() returns this (after filling run->why) when a case cannot run. */
 #define BENCH_SKIP	1
 
@@ -383,6 +385,8 @@ int bench_fail(struct bench_run *run, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* suite_gpu.c, for the gpu suite's files: fail with the raised error. */
 int gpu_error(struct bench_run *run, const char *what);
+/* suite_gpu.c: the suite's GPU, CUDA device 0 or ROCm's (TIO_BENCH_GPU=rocm). */
+DLDevice bench_gpu(void);
 
 /* Keeps the compiler from discarding a value or assuming memory unchanged. */
 #define bench_keep(v)	__asm__ __volatile__("" : : "g"(v) : "memory")

@@ -38,10 +38,18 @@ static void tio_fence_release(struct dma_fence *fence)
 	module_put(THIS_MODULE);
 }
 
+/* Someone waits on a pending point: a doorbell stream starts polling. */
+static bool tio_fence_enable_signaling(struct dma_fence *fence)
+{
+	tio_doorbell_watch_locked(container_of(fence, struct tio_fence, base)->tl);
+	return true;
+}
+
 static const struct dma_fence_ops tio_fence_ops = {
 	.use_64bit_seqno = true,
 	.get_driver_name = tio_fence_driver_name,
 	.get_timeline_name = tio_fence_timeline_name,
+	.enable_signaling = tio_fence_enable_signaling,
 	.release = tio_fence_release,
 };
 

@@ -64,6 +64,7 @@ static void tio_timeline_free(struct kref *ref)
 
 	/* Userspace mappings hold their own page references. */
 	put_page(tl->page);
+	tio_doorbell_free(tl);
 	/* RCU readers of a fence may still look at its lock. */
 	kfree_rcu(tl, rcu);
 }
@@ -326,6 +327,9 @@ struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno,
 	unsigned long flags;
 	int error = 0;
 
+	/* A point already rung signals before anyone waits for it. */
+	if (tl->bell)
+		tio_doorbell_ring(tl);
 again:
 	spin_lock_irqsave(&tl->lock, flags);
 	if (!seqno || seqno > tio_timeline_emitted(tl)) {
@@ -399,6 +403,8 @@ void tio_timeline_cancel(struct tio_timeline *tl)
 	 */
 	if (cancel_delayed_work_sync(&tl->expire))
 		tio_timeline_put(tl);
+	/* Nothing arms the doorbell's poll once @dead is set either. */
+	tio_doorbell_stop(tl);
 
 	/*
 	 * Unhook dependency callbacks outside our lock: a dependency may be a
@@ -433,10 +439,11 @@ void tio_timeline_cancel(struct tio_timeline *tl)
 /**
  * tio_timeline_create() - a new timeline with one reference
  * @timeout_ms: the bound on points seen outside the file
+ * @doorbell: give it a doorbell page (tio_doorbell.c)
  *
  * Return: the timeline, or NULL.
  */
-struct tio_timeline *tio_timeline_create(u32 timeout_ms)
+struct tio_timeline *tio_timeline_create(u32 timeout_ms, bool doorbell)
 {
 	struct tio_timeline *tl;
 
@@ -444,9 +451,11 @@ struct tio_timeline *tio_timeline_create(u32 timeout_ms)
 	if (!tl)
 		return NULL;
 	tl->page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
-	if (!tl->page) {
-		kfree(tl);
-		return NULL;
+	if (!tl->page)
+		goto err_free;
+	if (doorbell && tio_doorbell_init(tl)) {
+		put_page(tl->page);
+		goto err_free;
 	}
 	tl->word = page_address(tl->page);
 	kref_init(&tl->ref);
@@ -459,6 +468,10 @@ struct tio_timeline *tio_timeline_create(u32 timeout_ms)
 	INIT_LIST_HEAD(&tl->spans);
 	snprintf(tl->name, sizeof(tl->name), "stream-%d", task_tgid_nr(current));
 	return tl;
+
+err_free:
+	kfree(tl);
+	return NULL;
 }
 
 /**
@@ -470,14 +483,19 @@ void tio_timeline_show(struct tio_timeline *tl, struct seq_file *m)
 {
 	u64 context, emitted, signalled, expired;
 	unsigned long flags;
+	bool polling;
 
 	spin_lock_irqsave(&tl->lock, flags);
 	context = tl->context;
 	emitted = tio_timeline_emitted(tl);
 	signalled = tl->signalled;
 	expired = tl->nr_expired;
+	polling = tl->polling;
 	spin_unlock_irqrestore(&tl->lock, flags);
-	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu timeout_ms=%u expired=%llu\n",
+	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu timeout_ms=%u expired=%llu",
 		   context, emitted, signalled, emitted - signalled, tl->timeout_ms,
 		   expired);
+	if (tl->bell)
+		seq_printf(m, " doorbell=%llu polling=%d", READ_ONCE(*tl->bell), polling);
+	seq_putc(m, '\n');
 }

@@ -2,8 +2,9 @@
 /*
  * Timelines: the fence state of a stream, kept by tio_timeline.c (the
  * timeline: its points, spans and fences on demand), tio_fence.c (the
- * points' fences, imported points, waits) and tio_deadline.c (bounded
- * fences: deadlines and expiry), and used by tio_stream.c (the stream
+ * points' fences, imported points, waits), tio_deadline.c (bounded
+ * fences: deadlines and expiry) and tio_doorbell.c (points completed by
+ * a write to the stream's doorbell page), and used by tio_stream.c (the stream
  * object and the STREAM_/FENCE_ commands) and tio_resv.c (the dma_resv
  * commands). Other parts of the driver use only tio_stream_fence()
  * (tio_priv.h).
@@ -14,7 +15,8 @@
  * lock) outlives the stream for as long as a sync_file, a dma_resv or any
  * other holder keeps one of its fences; the expiry work holds one while
  * armed. Every fence also holds a module reference: its dma_fence_ops
- * live in this module.
+ * live in this module. The doorbell's poll holds no reference: only a
+ * live stream arms it, and cancelling the timeline stops it.
  *
  * Locking: tio_timeline.lock (irqsave: it is the fences' lock and the
  * dma_fence core takes it from any context) protects every field of the
@@ -28,6 +30,7 @@
 #define _TIO_TIMELINE_H
 
 #include <linux/dma-fence.h>
+#include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/kref.h>
 #include <linux/list.h>
@@ -67,6 +70,12 @@ struct seq_file;
  * @nr_expired: points that expired (under lock)
  * @page: the seqno page, mapped read-only by userspace
  * @word: the page's first __u64: @signalled, published before waking
+ * @bell_page: the doorbell page (TIO_STREAM_F_DOORBELL), mapped read-write
+ *	       by userspace, else NULL
+ * @bell: its first __u64: the last point userspace or a device completed
+ * @poll: reads @bell while a pending point has a waiter (tio_doorbell.c)
+ * @poll_ns: @poll's period (under lock)
+ * @polling: @poll is armed (under lock)
  * @name: timeline name reported by the fences
  * @rcu: frees the timeline after RCU readers of its fences are done
  */
@@ -88,12 +97,17 @@ struct tio_timeline {
 	u64 nr_expired;
 	struct page *page;
 	u64 *word;
+	struct page *bell_page;
+	u64 *bell;
+	struct hrtimer poll;
+	u64 poll_ns;
+	bool polling;
 	char name[32];
 	struct rcu_head rcu;
 };
 
 /* tio_timeline.c */
-struct tio_timeline *tio_timeline_create(u32 timeout_ms);
+struct tio_timeline *tio_timeline_create(u32 timeout_ms, bool doorbell);
 void tio_timeline_put(struct tio_timeline *tl);
 void tio_timeline_cancel(struct tio_timeline *tl);
 int tio_timeline_emit(struct tio_timeline *tl, u64 *seqno);
@@ -205,5 +219,12 @@ void tio_fence_put_list(struct list_head *list);
 /* tio_deadline.c */
 void tio_fence_expose_locked(struct tio_timeline *tl, struct tio_fence *f);
 void tio_timeline_expire(struct work_struct *work);
+
+/* tio_doorbell.c */
+int tio_doorbell_init(struct tio_timeline *tl);
+bool tio_doorbell_ring(struct tio_timeline *tl);
+void tio_doorbell_watch_locked(struct tio_timeline *tl);
+void tio_doorbell_stop(struct tio_timeline *tl);
+void tio_doorbell_free(struct tio_timeline *tl);
 
 #endif /* _TIO_TIMELINE_H */

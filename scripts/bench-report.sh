@@ -11,6 +11,9 @@
 #     KIND run    build/run/*.json (make run; default), with its picture
 #                 build/run/overhead-batch.png copied beside the report
 #     KIND bench  the newest bench/results/<date>/*.json (make bench)
+#     KIND gpu    build/gpu-check/gpu.json and gpu-load.json (make
+#                 gpu-check; or the FILEs of a bundle's run), the report.md
+#                 beside them appended
 #     KIND SUITE  a tio-bench suite run on the host: build/results/SUITE.json
 #                 ($TIO_RESULTS_JSON/SUITE.json when that is set)
 #     KIND other  the FILEs given
@@ -34,8 +37,8 @@ kind=${1:-run}
 [ $# -gt 0 ] && shift
 files=("$@")
 case $kind in
-run | bench)
-	[ -z "$runit" ] || { echo "bench-report: -r runs a suite; for '$kind' use make $kind" >&2; exit 2; }
+run | bench | gpu)
+	[ -z "$runit" ] || { echo "bench-report: -r runs a suite; for '$kind' use make ${kind/gpu/gpu-check}" >&2; exit 2; }
 	;;&
 run)
 	if [ ${#files[@]} = 0 ]; then
@@ -51,6 +54,14 @@ bench)
 		[ -n "$last" ] && files=("$last"*.json)
 	fi
 	title="make bench: every suite (make bench; make bench-report KIND=bench)"
+	;;
+gpu)
+	if [ ${#files[@]} = 0 ]; then
+		for f in gpu gpu-load; do
+			[ -s "$top/build/gpu-check/$f.json" ] && files+=("$top/build/gpu-check/$f.json")
+		done
+	fi
+	title="make gpu-check: the GPU paths on a GPU (make gpu-check; make bench-report KIND=gpu)"
 	;;
 *)
 	jdir=${TIO_RESULTS_JSON:-$top/build/results}
@@ -81,6 +92,11 @@ for f in "${files[@]}"; do
 done
 md=$dir/$kind.md
 "$bin" --targets "${loads[@]}" --md "$md" --title "$title" >/dev/null
+if [ "$kind" = gpu ] && [ -s "$(dirname "${files[0]}")/report.md" ]; then
+	# The parts (tests, peers, the save) and the figures, as gpu-check wrote them.
+	printf '\n## gpu-check\n\n' >>"$md"
+	sed -e '1{/^# /d}' -e 's/^## /### /' "$(dirname "${files[0]}")/report.md" >>"$md"
+fi
 if [ "$kind" = run ] && [ -s "$top/build/run/overhead-batch.png" ]; then
 	cp "$top/build/run/overhead-batch.png" "$dir/run-overhead-batch.png"
 	printf '\n## Picture\n\n![cost per command against batch size](run-overhead-batch.png)\n' >>"$md"

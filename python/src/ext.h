@@ -15,6 +15,24 @@
 
 #include <tensorio/ffi.h>
 
+/*
+ * The pending exception as (type, value, traceback), normalized, and
+ * cleared. Python 3.12 deprecates PyErr_Fetch() for one exception object.
+ */
+static inline void pt_err_fetch(PyObject **type, PyObject **value, PyObject **tb)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+	PyObject *e = PyErr_GetRaisedException();
+
+	*value = e;
+	*type = e ? Py_NewRef((PyObject *)Py_TYPE(e)) : NULL;
+	*tb = e ? PyException_GetTraceback(e) : NULL;
+#else
+	PyErr_Fetch(type, value, tb);
+	PyErr_NormalizeException(type, value, tb);
+#endif
+}
+
 /* Python types (module.c and the files named). */
 extern PyTypeObject pt_object_type;	/* object.c: tensorio.Object */
 extern PyTypeObject pt_function_type;	/* object.c: tensorio.Function */

@@ -30,7 +30,7 @@ int pt_on_progress(void *arg, uint64_t done, uint64_t total)
 	}
 	Py_XDECREF(r);
 	if (!p->exc[0])
-		PyErr_Fetch(&p->exc[0], &p->exc[1], &p->exc[2]);
+		pt_err_fetch(&p->exc[0], &p->exc[1], &p->exc[2]);
 	PyErr_Clear();
 	PyGILState_Release(g);
 	return 1;

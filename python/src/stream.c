@@ -11,13 +11,14 @@
 
 static PyObject *pt_stream_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 {
-	static char *kwlist[] = { NULL };
+	static char *kwlist[] = { "doorbell", NULL };
 	tio_stream_t *s;
 	pt_object *self;
+	int doorbell = 0;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "", kwlist))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|$p", kwlist, &doorbell))
 		return NULL;
-	if (tio_stream_create(&s))
+	if (tio_stream_create_flags(doorbell ? TIO_STREAM_DOORBELL : 0, &s))
 		return pt_raise();
 	self = (pt_object *)tp->tp_alloc(tp, 0);
 	if (!self) {
@@ -100,6 +101,21 @@ static PyObject *pt_stream_signalled_g(PyObject *self, void *unused)
 	return PyLong_FromUnsignedLongLong(seqno);
 }
 
+/* As a device would: the points up to @seqno completed. */
+static PyObject *pt_stream_ring_m(PyObject *self, PyObject *arg)
+{
+	unsigned long long seqno = PyLong_AsUnsignedLongLong(arg);
+	volatile uint64_t *w;
+
+	if (seqno == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	w = tio_stream_doorbell(PT_STREAM(self));
+	if (!w)
+		return pt_raise();
+	__atomic_store_n(w, (uint64_t)seqno, __ATOMIC_RELEASE);
+	Py_RETURN_NONE;
+}
+
 static PyObject *pt_stream_export_m(PyObject *self, PyObject *arg)
 {
 	unsigned long long seqno = PyLong_AsUnsignedLongLong(arg);
@@ -132,6 +148,8 @@ static PyMethodDef pt_stream_methods[] = {
 	{ "wait", (PyCFunction)(void (*)(void))pt_stream_wait_m,
 	  METH_VARARGS | METH_KEYWORDS,
 	  "wait(seqno, timeout=None): wait for a point (seconds; TimeoutError); its status" },
+	{ "ring", pt_stream_ring_m, METH_O,
+	  "ring(seqno): write the doorbell (Stream(doorbell=True)): the points up to seqno completed" },
 	{ "export_sync_file", pt_stream_export_m, METH_O,
 	  "export_sync_file(seqno): a sync_file fd for the point (the caller closes it)" },
 	{ "import_sync_file", pt_stream_import_m, METH_O,
@@ -147,7 +165,8 @@ static PyGetSetDef pt_stream_getset[] = {
 PyTypeObject pt_stream_type = {
 	PyVarObject_HEAD_INIT(NULL, 0)
 	.tp_name = "tensorio.Stream",
-	.tp_doc = "Stream(): a fence timeline.",
+	.tp_doc = "Stream(doorbell=False): a fence timeline; with a doorbell, a word that a device\n"
+		  "(or ring()) writes to complete points without a system call.",
 	.tp_basicsize = sizeof(pt_object),
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_base = &pt_object_type,

@@ -221,15 +221,17 @@ import ctypes, json, struct, sys
 import numpy as np
 import tensorio
 from tensorio import _tensorio
-path, dev = sys.argv[1], sys.argv[2]
+path, dev, read = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 before = (_tensorio._live_objects(), _tensorio._live_handles())
 try:
     d = tensorio.load_safetensors(path, device=dev)
 except OSError as e:
     print(json.dumps({"error": type(e).__name__, "errno": e.errno, "msg": str(e)}))
 else:
+    # Device memory is host memory only on a fake runtime.
     out = {k: [t.device, list(t.shape), t.dtype,
-               list(ctypes.string_at(t.data_ptr, t.nbytes))] for k, t in d.items()}
+               list(ctypes.string_at(t.data_ptr, t.nbytes)) if read else None]
+           for k, t in d.items()}
     del d
     print(json.dumps({"tensors": out}))
 after = (_tensorio._live_objects(), _tensorio._live_handles())
@@ -237,14 +239,15 @@ assert before == after, (before, after)
 """
 
 
-def _gpu_load(tmp_path, device, env):
+def _gpu_load(tmp_path, device, env, read=False):
     import os
     import subprocess
     import sys
     p = tmp_path / "g.safetensors"
     write_by_hand(p, {"x": np.arange(5, dtype=np.uint8),
                       "y": np.arange(300, dtype=np.float32)})
-    r = subprocess.run([sys.executable, "-c", _GPU_SCRIPT, str(p), device],
+    r = subprocess.run([sys.executable, "-c", _GPU_SCRIPT, str(p), device,
+                        "1" if read else "0"],
                        env=dict(os.environ, **env), capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr
@@ -259,13 +262,40 @@ def test_cuda_without_runtime(tmp_path):
     assert "no CUDA driver" in r["msg"]
 
 
-def test_rocm_through_fake_runtime(tmp_path, fixture_module_path):
+def _gpu_runtime(kind, fixture_module_path):
+    """The CUDA driver or HIP runtime to load with: the variable's when set,
+    else CUDA's libcuda.so.1 where it loads (a GPU machine), else the
+    tests' fake one beside the fixtures."""
+    import ctypes
     import os
-    fake = os.path.join(os.path.dirname(fixture_module_path), "fake_hip.so")
-    if not os.path.exists(fake):
-        pytest.skip("no fake_hip.so beside the fixtures")
-    r = _gpu_load(tmp_path, "rocm:0", {"TIO_HIP_LIBRARY": fake})
+    var, fake = {"cuda": ("TIO_CUDA_LIBRARY", "fake_cuda.so"),
+                 "rocm": ("TIO_HIP_LIBRARY", "fake_hip.so")}[kind]
+    if os.environ.get(var):
+        return var, os.environ[var]
+    if kind == "cuda":
+        try:
+            ctypes.CDLL("libcuda.so.1")
+            return var, "libcuda.so.1"
+        except OSError:
+            pass
+    path = os.path.join(os.path.dirname(fixture_module_path), fake)
+    if not os.path.exists(path):
+        pytest.skip("no %s beside the fixtures" % fake)
+    return var, path
+
+
+@pytest.mark.parametrize("kind", ["cuda", "rocm"])
+def test_gpu_load(tmp_path, fixture_module_path, kind):
+    # A GPU, else the fake runtime: device memory is host memory there.
+    import os
+    var, lib = _gpu_runtime(kind, fixture_module_path)
+    fake = "fake" in os.path.basename(lib)
+    r = _gpu_load(tmp_path, kind + ":0", {var: lib}, read=fake)
     x, y = r["tensors"]["x"], r["tensors"]["y"]
-    assert x[:3] == ["rocm:0", [5], "uint8"] and x[3] == [0, 1, 2, 3, 4]
-    assert y[:3] == ["rocm:0", [300], "float32"]
+    assert x[:3] == [kind + ":0", [5], "uint8"]
+    assert y[:3] == [kind + ":0", [300], "float32"]
+    if not fake:
+        return  # device memory: not readable from the host
+    assert x[:3] == [kind + ":0", [5], "uint8"] and x[3] == [0, 1, 2, 3, 4]
+    assert y[:3] == [kind + ":0", [300], "float32"]
     assert bytes(y[3]) == np.arange(300, dtype=np.float32).tobytes()

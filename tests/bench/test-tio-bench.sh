@@ -187,6 +187,15 @@ t "bench-report -r SUITE runs the suite into \$TIO_RESULTS_JSON/SUITE.json, then
 	 test -s '$tmp/rj/ffi.json' && tr '\n' ' ' <'$tmp/results/ffi.md'"
 t "bench-report -r is for a suite, not make run's results" 2 "-r runs a suite" \
 	"$top/scripts/bench-report.sh" -o "$tmp/r" -r run
+mkdir -p "$tmp/gc"
+cp "$fix/ffi-host.json" "$tmp/gc/gpu.json"
+printf '# gpu-check\n\nMachine: a GPU.\n\n## Figures\n\n| what | value |\n' >"$tmp/gc/report.md"
+t "bench-report gpu: gpu-check's report.md beside the JSON appended, its sections one level down" 0 \
+	"^# make gpu-check: .*(make gpu-check; make bench-report KIND=gpu) .*## gpu-check .*Machine: a GPU. .*### Figures " \
+	bash -c "'$top/scripts/bench-report.sh' -o '$tmp/results' gpu '$tmp/gc/gpu.json' >/dev/null &&
+		 tr '\n' ' ' <'$tmp/results/gpu.md'"
+t "bench-report -r is not for gpu-check's results" 2 "for 'gpu' use make gpu-check" \
+	"$top/scripts/bench-report.sh" -o "$tmp/r" -r gpu
 t "bench-report without JSON says so" 2 "no JSON for 'nothing'" "$top/scripts/bench-report.sh" -o "$tmp/r" nothing
 if command -v gnuplot >/dev/null; then
 	t "--plot with several runs: the overhead picture, kernel paths against the user backend" 0 \

@@ -8,6 +8,7 @@
  * Plain C types with the HIP ABI (enums are int, handles pointers).
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,7 +67,13 @@ API int hipDeviceGetName(char *name, int len, int dev)
 }
 API int hipGetDevice(int *d) { *d = 0; return 0; }
 API int hipSetDevice(int d) { return d ? 101 : 0; }
-API int hipMalloc(void **p, size_t n) { *p = malloc(n ? n : 1); return *p ? 0 : 2; }
+/* Page-aligned, as the runtime's. */
+API int hipMalloc(void **p, size_t n)
+{
+	/* More than a GPU has is refused before malloc (sanitizers abort on it). */
+	*p = n <= (1ULL << 40) ? aligned_alloc(4096, (n + 4096) & ~(size_t)4095) : NULL;
+	return *p ? 0 : 2;
+}
 API int hipFree(void *p) { free(p); return 0; }
 API int hipHostRegister(void *p, size_t n, unsigned int f) { (void)p; (void)n; (void)f; return 0; }
 API int hipHostUnregister(void *p) { (void)p; return 0; }
@@ -116,5 +123,13 @@ API int hipStreamAddCallback(void *st, void (*cb)(void *, int, void *), void *ar
 	(void)f;
 	run(st);
 	cb(st, 0, arg);
+	return 0;
+}
+/* A stream write: the work before it runs first, as for a callback. */
+API int hipStreamWriteValue64(void *st, void *ptr, uint64_t value, unsigned int f)
+{
+	(void)f;
+	run(st);
+	__atomic_store_n((uint64_t *)ptr, value, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -29,6 +29,7 @@ FIXTURE_SETUP(gl)
 	const DLTensor *tv[NT];
 	const char *nv[NT];
 	static char names[NT][16];
+	char hip[PATH_MAX];
 	DLTensor t[NT];
 	int i, fd;
 
@@ -61,7 +62,8 @@ FIXTURE_SETUP(gl)
 	ASSERT_OK(tio_safetensors_save(self->path, nv, tv, NT));
 	for (i = 0; i < NT; i++)
 		free(t[i].data);
-	setenv("TIO_HIP_LIBRARY", FIXTURE_DIR "/fake_hip.so", 1);
+	dev_fixture_path("fake_hip.so", hip, sizeof(hip));
+	setenv("TIO_HIP_LIBRARY", hip, 1);
 	setenv("TIO_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
 }
 FIXTURE_TEARDOWN(gl)

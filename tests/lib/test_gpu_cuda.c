@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * CUDA (tensorio/gpu.h): device tensors, registered buffers, copies,
- * stream -> fence and fence -> stream, dma-buf export. Without libcuda.so.1
- * or a GPU every test but no_driver skips with the reason; no_driver points
- * TIO_CUDA_LIBRARY at a library that does not exist and runs everywhere.
+ * stream -> fence and fence -> stream, dma-buf export. The driver is
+ * TIO_CUDA_LIBRARY's, else libcuda.so.1 where it loads, else the tests'
+ * fake driver (fixture_fake_cuda.c: dev_pick_cuda()), so every test runs
+ * on every machine; what only the fake can do (inject failures, count
+ * what it holds) runs on the fake only. no_driver points
+ * TIO_CUDA_LIBRARY at a library that does not exist.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,80 +19,7 @@
 #include <tensorio/tensor.h>
 
 #include "kselftest_harness.h"
-#include "dev_test.h"
-
-static const DLDataType u8 = { kDLUInt, 8, 1 };
-static const DLDataType f32 = { kDLFloat, 32, 1 };
-
-/* Use CUDA once so that the driver's fds and threads exist before counting. */
-static int cuda_warm_up(char *why, size_t len)
-{
-	tio_gpu_stream_t *cs;
-	tio_object_t *t, *e;
-	int64_t shape = 4096;
-	tio_buffer_t *b;
-
-	if (tio_gpu_init(kDLCUDA) || tio_gpu_stream_create(CUDA_DEV(0), &cs)) {
-		e = tio_error_move_from_raised();
-		snprintf(why, len, "%s", e ? tio_error_message(e) : "?");
-		if (e)
-			tio_object_decref(e);
-		return -1;
-	}
-	if (!tio_gpu_tensor_empty(CUDA_DEV(0), 1, &shape, u8, &t)) {
-		if (!tio_buffer_alloc(4096, NULL, &b)) {
-			if (!tio_gpu_buffer_register(kDLCUDA, b))
-				tio_gpu_copy_htod(cs, (uintptr_t)tio_tensor_dl(t)->data,
-						   tio_buffer_data(b), 4096);
-			tio_gpu_stream_sync(cs);
-			tio_buffer_decref(b);
-		}
-		tio_object_decref(t);
-	}
-	tio_gpu_stream_destroy(cs);
-	tio_error_clear();
-	return 0;
-}
-
-FIXTURE(cuda) {
-	int fds;
-	int64_t objs;
-	int nocuda;
-	char why[320];
-};
-
-FIXTURE_SETUP(cuda)
-{
-	ASSERT_OK(tio_init());
-	dev_warm_up();
-	if (cuda_warm_up(self->why, sizeof(self->why))) {
-		self->nocuda = 1;
-		SKIP(return, "%s", self->why);
-	}
-	self->fds = dev_count_fds();
-	self->objs = tio_debug_live_objects();
-}
-
-FIXTURE_TEARDOWN(cuda)
-{
-	tio_error_clear();
-	if (self->nocuda)
-		return;
-	EXPECT_EQ(0, tio_gpu_debug_live(kDLCUDA));
-	EXPECT_EQ(0, tio_debug_live_handles());
-	EXPECT_EQ(self->objs, tio_debug_live_objects());
-	EXPECT_EQ(self->fds, dev_count_fds());
-}
-
-#define NEED_CUDA() do {						\
-	if (self->nocuda)						\
-		SKIP(return, "%s", self->why);				\
-} while (0)
-
-static uint64_t dptr_of(tio_object_t *t)
-{
-	return (uintptr_t)tio_tensor_dl(t)->data;
-}
+#include "gpu_test.h"
 
 /* Runs in every environment: a missing driver fails every call cleanly. */
 TEST(no_driver)

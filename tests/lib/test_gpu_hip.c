@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * HIP (kDLROCM devices of tensorio/gpu.h). Without an AMD GPU (this machine: the runtime
- * libamdhip64.so.5 is installed, there is no device) the load fails at
- * device discovery: no_device checks that every call then fails cleanly
- * with ENODEV and that nothing is left behind (objects, fds), and the
- * device tests skip with the reason. no_runtime points TIO_HIP_LIBRARY at
- * a library that does not exist and runs everywhere. On an AMD GPU the
- * device tests run: tensors, copies, registration, stream -> fence, and
- * the EOPNOTSUPP of fence -> stream and dma-buf export (HIP 5.2).
+ * HIP (kDLROCM devices of tensorio/gpu.h). With the installed runtime and
+ * no AMD GPU (this machine: libamdhip64.so.5, no device) the load fails
+ * at device discovery: no_device checks that every call then fails
+ * cleanly with ENODEV and that nothing is left behind (objects, fds).
+ * no_runtime points TIO_HIP_LIBRARY at a library that does not exist. The
+ * device tests run on an AMD GPU, else on the tests' fake runtime
+ * (dev_pick_hip()): tensors, copies, registration, stream -> fence (a
+ * host function, or a write into a doorbell), and the EOPNOTSUPP of fence
+ * -> stream and dma-buf export (HIP 5.2).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,7 @@ FIXTURE_SETUP(hip)
 	tio_gpu_stream_t *hs;
 	tio_object_t *e;
 
+	dev_pick_hip();
 	ASSERT_OK(tio_init());
 	dev_warm_up();
 	if (tio_gpu_init(kDLROCM) || tio_gpu_stream_create(HIP_DEV(0), &hs)) {
@@ -204,6 +206,7 @@ TEST_F(hip, tensors_and_copies)
 	tio_object_t *dev, *host, *t = NULL;
 	DLManagedTensorVersioned *mt;
 	tio_gpu_stream_t *hs;
+	struct tio_desc desc;
 	tio_buffer_t *buf;
 	unsigned char back[64];
 	uint64_t dp = 0;
@@ -230,7 +233,13 @@ TEST_F(hip, tensors_and_copies)
 	p = tio_buffer_data(buf);
 	for (i = 0; i < shape; i++)
 		p[i] = (float)i;
-	ASSERT_OK(tio_buffer_tensor(buf, NULL, &host));
+	memset(&desc, 0, sizeof(desc));
+	desc.code = kDLUInt;
+	desc.bits = 8;
+	desc.lanes = 1;
+	desc.ndim = 1;
+	desc.shape[0] = shape * 4;
+	ASSERT_OK(tio_buffer_tensor(buf, &desc, &host));
 	ASSERT_OK(tio_gpu_stream_create(HIP_DEV(0), &hs));
 	EXPECT_NE(NULL, tio_gpu_stream_handle(hs));
 	EXPECT_EQ(kDLROCM, tio_gpu_stream_device(hs).device_type);
@@ -282,6 +291,28 @@ TEST_F(hip, fences)
 	/* Fence -> stream needs a read-only registration HIP 5.2 lacks. */
 	EXPECT_EQ(-1, tio_gpu_stream_wait_fence(hs, s, a));
 	ASSERT_DEV_MSG(EOPNOTSUPP, "fence -> stream");
+	ASSERT_OK(tio_gpu_stream_sync(hs));
+	tio_gpu_stream_destroy(hs);
+	tio_stream_decref(s);
+}
+
+/* A doorbell stream: the HIP stream writes the point (hipStreamWriteValue64). */
+TEST_F(hip, fences_doorbell)
+{
+	tio_gpu_stream_t *hs;
+	tio_stream_t *s;
+	int status = 1;
+	uint64_t p;
+
+	NEED_HIP();
+	if (tio_gpu_device_supports(HIP_DEV(0), TIO_GPU_CAP_WRITE_VALUE64) != 1)
+		SKIP(return, "no hipStreamWriteValue64");
+	ASSERT_OK(tio_stream_create_flags(TIO_STREAM_DOORBELL, &s));
+	ASSERT_OK(tio_gpu_stream_create(HIP_DEV(0), &hs));
+	ASSERT_OK(tio_gpu_stream_record_fence(hs, s, &p));
+	ASSERT_OK(tio_fence_wait(s, p, 5000000000LL, &status));
+	EXPECT_EQ(0, status);
+	EXPECT_EQ(p, *tio_stream_doorbell(s));
 	ASSERT_OK(tio_gpu_stream_sync(hs));
 	tio_gpu_stream_destroy(hs);
 	tio_stream_decref(s);

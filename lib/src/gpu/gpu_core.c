@@ -167,16 +167,39 @@ int tio_gpu_enter(struct tio_gpu *g, const struct tio_gpu_dev *d, uintptr_t *sav
 	return 0;
 }
 
-/* Release the tensorio streams of signals whose host function ran. */
+/* Whether the doorbell write of @sig landed. */
+static int tio_gpu_landed(const struct tio_gpu_signal *sig)
+{
+	return __atomic_load_n(sig->s->bell, __ATOMIC_ACQUIRE) >= sig->seqno;
+}
+
+/*
+ * Release the tensorio streams of signals whose host function ran, and of
+ * doorbell writes that landed.
+ */
 void tio_gpu_drain(struct tio_gpu *g)
 {
-	struct tio_gpu_signal *sig, *next;
+	struct tio_gpu_signal *sig, *next, **pp;
 
-	if (!__atomic_load_n(&g->done, __ATOMIC_RELAXED))
+	/* A look without the lock: the lists' heads are stored atomically. */
+	if (!__atomic_load_n(&g->done, __ATOMIC_RELAXED) &&
+	    !__atomic_load_n(&g->writes, __ATOMIC_RELAXED))
 		return;
 	pthread_mutex_lock(&g->done_lock);
 	sig = g->done;
-	g->done = NULL;
+	__atomic_store_n(&g->done, NULL, __ATOMIC_RELAXED);
+	/* Landed writes join them: their stream may go now. */
+	for (pp = &g->writes; *pp;) {
+		next = *pp;
+		if (tio_gpu_landed(next)) {
+			/* The list's head is also read without the lock. */
+			__atomic_store_n(pp, next->next, __ATOMIC_RELAXED);
+			next->next = sig;
+			sig = next;
+		} else {
+			pp = &next->next;
+		}
+	}
 	pthread_mutex_unlock(&g->done_lock);
 	for (; sig; sig = next) {
 		next = sig->next;
@@ -227,6 +250,8 @@ static int core_device_supports(struct tio_gpu *g, int device, int cap)
 	switch (cap) {
 	case TIO_GPU_CAP_WAIT_VALUE64:
 		return d->wait64;
+	case TIO_GPU_CAP_WRITE_VALUE64:
+		return d->write64;
 	case TIO_GPU_CAP_READONLY_REGISTER:
 		return d->ro_register;
 	case TIO_GPU_CAP_DMABUF:

@@ -22,7 +22,8 @@
  * - @done_lock guards @done, the signals whose host function ran (their
  *   tensorio streams are released outside the host function, which must
  *   not call the vendor's library: the last release of a stream
- *   unregisters its seqno page).
+ *   unregisters its seqno page), and @writes, the doorbell writes not
+ *   seen landed yet.
  * - A buffer's or stream's registrations are guarded by its own lock.
  */
 #ifndef TIO_GPU_INTERNAL_H
@@ -43,6 +44,8 @@
  * @dev: the vendor's device handle (CUdevice, hipDevice_t)
  * @ctx: the vendor's context (CUDA: the retained primary context)
  * @wait64: 64-bit stream wait-value operations (fence -> stream)
+ * @write64: 64-bit stream write-value operations (stream -> fence through
+ *	     a doorbell)
  * @ro_register: read-only host registration (the seqno word)
  * @dmabuf: dma-buf export of device memory
  */
@@ -52,6 +55,7 @@ struct tio_gpu_dev {
 	int dev;
 	void *ctx;
 	int wait64;
+	int write64;
 	int ro_register;
 	int dmabuf;
 };
@@ -89,6 +93,11 @@ struct tio_gpu_ops {
 	int (*host_func)(void *st, void *sig);
 	/* Wait until the 64-bit word at @dptr is >= @value (needs @wait64). */
 	int (*wait64)(void *st, uint64_t dptr, uint64_t value);
+	/*
+	 * Store @value into the 64-bit word at @dptr once the work before it
+	 * is done, its writes visible first (needs @write64).
+	 */
+	int (*write64)(void *st, uint64_t dptr, uint64_t value);
 	/* A dma-buf fd for a range (needs @dmabuf). */
 	int (*export_dmabuf)(int *fd, uint64_t dptr, size_t size);
 	int (*to_errno)(int r);
@@ -111,6 +120,7 @@ enum tio_gpu_call {
 	TIO_GPU_DTOH,
 	TIO_GPU_HOST_FUNC,
 	TIO_GPU_WAIT64,
+	TIO_GPU_WRITE64,
 	TIO_GPU_DMABUF,
 	TIO_GPU_NCALLS
 };
@@ -131,8 +141,9 @@ struct tio_gpu_signal;
  *	tio_gpu_load_fail()
  * @once: runs @load
  * @lock: guards opening devices
- * @done_lock: guards @done
+ * @done_lock: guards @done and @writes
  * @done: signals whose host function ran
+ * @writes: signals a GPU stream writes into a doorbell, until seen there
  * @live: objects alive (atomic)
  * @err: errno of a failed load, else 0
  * @why: its message
@@ -155,6 +166,7 @@ struct tio_gpu {
 	pthread_mutex_t lock;
 	pthread_mutex_t done_lock;
 	struct tio_gpu_signal *done;
+	struct tio_gpu_signal *writes;
 	int64_t live;
 	int err;
 	char why[256];
@@ -229,7 +241,11 @@ struct tio_gpu_reg {
 	struct tio_gpu_reg *next;
 };
 
-/* A point a host function signals. */
+/*
+ * A point a host function signals, or a GPU stream writes into the
+ * stream's doorbell; it holds the stream (and so the registration of the
+ * page the GPU writes) until then.
+ */
 struct tio_gpu_signal {
 	struct tio_gpu *g;
 	struct tio_stream *s;
@@ -255,7 +271,10 @@ struct tio_gpu_dev *tio_gpu_device(struct tio_gpu *g, int device);
 /* Make @d current for a call; 0, or -1 with an error raised. */
 int tio_gpu_enter(struct tio_gpu *g, const struct tio_gpu_dev *d, uintptr_t *saved);
 
-/* Release the tensorio streams of signals whose host function ran. */
+/*
+ * Release the tensorio streams of signals whose host function ran, and of
+ * doorbell writes that landed.
+ */
 void tio_gpu_drain(struct tio_gpu *g);
 
 /* The vendor of DLPack device type @type; NULL with an error raised. */

@@ -71,7 +71,7 @@ int tio_backend_user_open(struct tio_ctx *ctx, char *why, size_t len)
 	ctx->info.version = TIO_UAPI_VERSION;
 	ctx->info.features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER |
 			     TIO_FEAT_STREAMS | TIO_FEAT_DMA_RESV |
-			     TIO_FEAT_SUBMIT;
+			     TIO_FEAT_SUBMIT | TIO_FEAT_DOORBELL;
 	if (!access("/dev/udmabuf", R_OK | W_OK))
 		ctx->info.features |= TIO_FEAT_DMABUF;
 	ctx->info.max_buf_size = ub_max_buf_size();
@@ -180,29 +180,36 @@ static int ub_map(struct tio_ctx *ctx, uint64_t offset, size_t len, int prot,
 	}
 	o = ub->objs[handle - 1];
 	if (o->type == UB_STREAM) {
-		if (off || len != ctx->page_size) {
+		/* The seqno page, read-only; the doorbell's, when it has one. */
+		if ((off && (off != ctx->page_size || !o->tl->bell)) ||
+		    len != ctx->page_size) {
 			pthread_mutex_unlock(&ub->lock);
 			return -EINVAL;
 		}
-		if (prot & PROT_WRITE) {
+		if (!off && (prot & PROT_WRITE)) {
 			pthread_mutex_unlock(&ub->lock);
 			return -EPERM;
 		}
-		fd = o->tl->memfd;
-	} else {
-		if (o->bkind == TIO_BUF_KIND_USER || off >= o->size ||
-		    len > o->size - off) {
-			pthread_mutex_unlock(&ub->lock);
-			return -EINVAL;
-		}
-		/* The whole buffer: the mapping we hold already, not a second one. */
-		if (o->addr && !off && len == o->size) {
-			*addr = o->addr;
-			pthread_mutex_unlock(&ub->lock);
-			return 1;
-		}
-		fd = o->fd;
+		/*
+		 * The mappings the timeline holds (it outlives the handle's
+		 * holder): one address per word, which a device registered on it,
+		 * the backend and every waiter share.
+		 */
+		*addr = off ? (void *)o->tl->bell : (void *)o->tl->page;
+		pthread_mutex_unlock(&ub->lock);
+		return 1;
 	}
+	if (o->bkind == TIO_BUF_KIND_USER || off >= o->size || len > o->size - off) {
+		pthread_mutex_unlock(&ub->lock);
+		return -EINVAL;
+	}
+	/* The whole buffer: the mapping we hold already, not a second one. */
+	if (o->addr && !off && len == o->size) {
+		*addr = o->addr;
+		pthread_mutex_unlock(&ub->lock);
+		return 1;
+	}
+	fd = o->fd;
 	p = mmap(NULL, len, prot, MAP_SHARED, fd, (off_t)off);
 	pthread_mutex_unlock(&ub->lock);
 	if (p == MAP_FAILED)

@@ -23,6 +23,14 @@
 #define UB_MAX_SUBMIT 1024
 /* The driver's default fence_timeout_ms, reported by STREAM_CREATE. */
 #define UB_FENCE_TIMEOUT_MS 10000u
+/*
+ * A waiter on a doorbell stream (nothing wakes it when the doorbell is
+ * written) spins on it for UB_BELL_SPIN_NS, then sleeps between looks,
+ * UB_BELL_NAP_NS at first, doubling up to UB_BELL_NAP_MAX_NS.
+ */
+#define UB_BELL_SPIN_NS 50000
+#define UB_BELL_NAP_NS 50000
+#define UB_BELL_NAP_MAX_NS 1000000
 
 enum { UB_BUF = 1, UB_STREAM = 2 };
 
@@ -42,6 +50,7 @@ struct ub_tl {
 	int refs;
 	int memfd;
 	struct ub_page *page;
+	uint64_t *bell;		/* the doorbell word (page 1 of @memfd), or NULL */
 	uint64_t context;
 	uint64_t emitted;
 	uint64_t signalled;
@@ -110,6 +119,7 @@ int tio_ub_memfd(const char *name, uint64_t size, int *fd);
 /* user_timeline.c: timelines (under ub->lock but for tio_ub_tl_wait()). */
 void tio_ub_tl_put(struct ub_tl *tl);
 int tio_ub_tl_signal(struct ub_tl *tl, uint64_t seqno, int error);
+void tio_ub_tl_ring(struct ub_tl *tl);
 int tio_ub_tl_status(const struct ub_tl *tl, uint64_t seqno);
 int tio_ub_tl_wait(struct ub_state *ub, struct ub_tl *tl, uint64_t seqno,
 		   unsigned int flags, int64_t timeout_ns, int *status);

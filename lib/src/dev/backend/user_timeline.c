@@ -4,9 +4,19 @@
  * in a shared memfd page next to a futex word. Signal stores the seqno
  * (release), bumps the futex word and wakes every waiter; waiters sleep
  * on the futex without ub->lock, holding a reference on the timeline.
+ *
+ * A doorbell stream (TIO_STREAM_F_DOORBELL) has a second page whose first
+ * word userspace or a GPU (a stream memory write) sets to the last point
+ * that completed. Nothing wakes a waiter when it is written, so waiters
+ * of a doorbell stream look at it: they spin for UB_BELL_SPIN_NS, then
+ * sleep between looks, a little longer each time; the futex still wakes
+ * them at once for a signal. The points it covers signal (cleanly, never
+ * past the last emitted, never backwards) when a waiter or a wait sees it
+ * (tio_ub_tl_ring()).
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <linux/futex.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -28,6 +38,8 @@ void tio_ub_tl_put(struct ub_tl *tl)
 	if (--tl->refs)
 		return;
 	munmap(tl->page, sizeof(*tl->page));
+	if (tl->bell)
+		munmap(tl->bell, sizeof(*tl->bell));
 	close(tl->memfd);
 	free(tl->errs);
 	free(tl);
@@ -71,6 +83,20 @@ int tio_ub_tl_signal(struct ub_tl *tl, uint64_t seqno, int error)
 	return 0;
 }
 
+/* Signal the points up to the doorbell's value; under ub->lock. */
+void tio_ub_tl_ring(struct ub_tl *tl)
+{
+	uint64_t v;
+
+	if (!tl->bell)
+		return;
+	v = __atomic_load_n(tl->bell, __ATOMIC_ACQUIRE);
+	if (v > tl->emitted)
+		v = tl->emitted;
+	if (v > tl->signalled)
+		tio_ub_tl_signal(tl, v, 0);	/* cannot fail without an error */
+}
+
 int tio_ub_tl_status(const struct ub_tl *tl, uint64_t seqno)
 {
 	size_t i;
@@ -97,6 +123,70 @@ static void ub_deadline(int64_t timeout_ns, unsigned int flags, struct timespec 
 	}
 }
 
+/* Whether point @seqno has signalled, or its doorbell rang. */
+static bool ub_tl_done(const struct ub_tl *tl, uint64_t seqno)
+{
+	return __atomic_load_n(&tl->page->signalled, __ATOMIC_SEQ_CST) >= seqno ||
+	       (tl->bell && __atomic_load_n(tl->bell, __ATOMIC_ACQUIRE) >= seqno);
+}
+
+static int64_t ub_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
+}
+
+static void ub_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* Look at a doorbell for UB_BELL_SPIN_NS, or up to @until (NULL: none). */
+static void ub_tl_spin(const struct ub_tl *tl, uint64_t seqno,
+		       const struct timespec *until)
+{
+	struct timespec now;
+	int64_t end;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	end = ub_ns(&now) + UB_BELL_SPIN_NS;
+	if (until && ub_ns(until) < end)
+		end = ub_ns(until);
+	do {
+		for (i = 0; i < 64; i++) {
+			if (ub_tl_done(tl, seqno))
+				return;
+			ub_relax();
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (ub_ns(&now) < end);
+}
+
+/*
+ * The end of a nap of *@nap_ns (which then doubles, up to the most), or
+ * @until when that comes first: then returns true.
+ */
+static bool ub_nap(struct timespec *nap, int64_t *nap_ns, const struct timespec *until)
+{
+	int64_t end;
+
+	clock_gettime(CLOCK_MONOTONIC, nap);
+	end = ub_ns(nap) + *nap_ns;
+	if (*nap_ns < UB_BELL_NAP_MAX_NS)
+		*nap_ns *= 2;
+	if (until && ub_ns(until) <= end) {
+		*nap = *until;
+		return true;
+	}
+	nap->tv_sec = end / 1000000000;
+	nap->tv_nsec = end % 1000000000;
+	return false;
+}
+
 /*
  * Wait for @seqno of @tl (the caller holds a reference, not the lock).
  * Return: 0 with *status set, -ETIME, or -EINTR.
@@ -104,15 +194,20 @@ static void ub_deadline(int64_t timeout_ns, unsigned int flags, struct timespec 
 int tio_ub_tl_wait(struct ub_state *ub, struct ub_tl *tl, uint64_t seqno,
 		   unsigned int flags, int64_t timeout_ns, int *status)
 {
-	struct timespec ts;
+	struct timespec ts, nap;
 	int forever = timeout_ns < 0 && !(flags & TIO_WAIT_F_ABSOLUTE);
+	int64_t nap_ns = UB_BELL_NAP_NS;
 
 	if (!forever)
 		ub_deadline(timeout_ns, flags, &ts);
-	if (__atomic_load_n(&tl->page->signalled, __ATOMIC_ACQUIRE) < seqno &&
-	    !forever && !timeout_ns && !(flags & TIO_WAIT_F_ABSOLUTE))
+	if (!ub_tl_done(tl, seqno) && !forever && !timeout_ns &&
+	    !(flags & TIO_WAIT_F_ABSOLUTE))
 		return -ETIME;
+	if (tl->bell)
+		ub_tl_spin(tl, seqno, forever ? NULL : &ts);
 	for (;;) {
+		const struct timespec *until = forever ? NULL : &ts;
+		bool last = !forever;
 		uint32_t f;
 		long r;
 		int err;
@@ -120,23 +215,41 @@ int tio_ub_tl_wait(struct ub_state *ub, struct ub_tl *tl, uint64_t seqno,
 		/* Counted before the last look: see ub_tl_publish(). */
 		__atomic_fetch_add(&tl->page->waiters, 1, __ATOMIC_SEQ_CST);
 		f = __atomic_load_n(&tl->page->futex, __ATOMIC_SEQ_CST);
-		if (__atomic_load_n(&tl->page->signalled, __ATOMIC_SEQ_CST) >= seqno) {
+		if (ub_tl_done(tl, seqno)) {
 			__atomic_fetch_sub(&tl->page->waiters, 1, __ATOMIC_RELAXED);
 			break;
 		}
-		r = ub_futex(&tl->page->futex, FUTEX_WAIT_BITSET, f,
-			     forever ? NULL : &ts);
+		/* Nothing wakes a waiter for the doorbell: a nap, then a look. */
+		if (tl->bell) {
+			last = ub_nap(&nap, &nap_ns, until);
+			until = &nap;
+		}
+		r = ub_futex(&tl->page->futex, FUTEX_WAIT_BITSET, f, until);
 		err = errno;
 		__atomic_fetch_sub(&tl->page->waiters, 1, __ATOMIC_RELAXED);
-		if (r < 0 && err == ETIMEDOUT) {
-			if (__atomic_load_n(&tl->page->signalled, __ATOMIC_ACQUIRE) >= seqno)
+		if (r < 0 && err == ETIMEDOUT && last) {
+			if (ub_tl_done(tl, seqno))
 				break;
 			return -ETIME;
 		}
 	}
 	pthread_mutex_lock(&ub->lock);
+	tio_ub_tl_ring(tl);
 	*status = tio_ub_tl_status(tl, seqno);
 	pthread_mutex_unlock(&ub->lock);
+	return 0;
+}
+
+/* A doorbell: the memfd's second page, mapped read-write. */
+static int ub_tl_bell(struct tio_ctx *ctx, struct ub_tl *tl)
+{
+	void *p;
+
+	p = mmap(NULL, ctx->page_size, PROT_READ | PROT_WRITE, MAP_SHARED, tl->memfd,
+		 (off_t)ctx->page_size);
+	if (p == MAP_FAILED)
+		return -errno;
+	tl->bell = p;
 	return 0;
 }
 
@@ -151,7 +264,8 @@ int tio_ub_stream_create(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 	 * The bound is checked and reported as the driver's default would
 	 * be; nothing here reaches another driver, so nothing expires.
 	 */
-	if (a->flags || a->pad || a->fence_timeout_ms > UB_FENCE_TIMEOUT_MS)
+	if ((a->flags & ~TIO_STREAM_F_DOORBELL) || a->pad ||
+	    a->fence_timeout_ms > UB_FENCE_TIMEOUT_MS)
 		return -EINVAL;
 	tl = calloc(1, sizeof(*tl));
 	o = calloc(1, sizeof(*o));
@@ -159,7 +273,8 @@ int tio_ub_stream_create(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 		ret = -ENOMEM;
 		goto err_free;
 	}
-	ret = tio_ub_memfd("tensorio-seqno", ctx->page_size, &tl->memfd);
+	ret = tio_ub_memfd("tensorio-seqno", ctx->page_size *
+			   (a->flags & TIO_STREAM_F_DOORBELL ? 2 : 1), &tl->memfd);
 	if (ret)
 		goto err_free;
 	tl->page = mmap(NULL, ctx->page_size, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -170,6 +285,11 @@ int tio_ub_stream_create(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 		goto err_free;
 	}
 	tl->refs = 1;
+	if (a->flags & TIO_STREAM_F_DOORBELL) {
+		ret = ub_tl_bell(ctx, tl);
+		if (ret)
+			goto err_put;
+	}
 	o->type = UB_STREAM;
 	o->fd = -1;
 	o->dmabuf = -1;
@@ -178,17 +298,19 @@ int tio_ub_stream_create(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 	tl->context = ub->next_context++;
 	ret = tio_ub_insert(ub, o);
 	pthread_mutex_unlock(&ub->lock);
-	if (ret) {
-		munmap(tl->page, ctx->page_size);
-		close(tl->memfd);
-		goto err_free;
-	}
+	if (ret)
+		goto err_put;
 	a->handle = o->handle;
 	a->seqno_offset = (uint64_t)o->handle << UB_HANDLE_SHIFT;
 	a->context = tl->context;
 	a->fence_timeout_ms = a->fence_timeout_ms ?: UB_FENCE_TIMEOUT_MS;
+	a->doorbell_offset = tl->bell ? a->seqno_offset + ctx->page_size : 0;
 	return 0;
 
+err_put:
+	tio_ub_tl_put(tl);	/* its only reference */
+	free(o);
+	return ret;
 err_free:
 	free(tl);
 	free(o);
@@ -216,6 +338,7 @@ int tio_ub_fence_wait(struct tio_ctx *ctx, struct ub_state *ub, void *p)
 		pthread_mutex_unlock(&ub->lock);
 		return -EINVAL;
 	}
+	tio_ub_tl_ring(tl);
 	tl->refs++;
 	pthread_mutex_unlock(&ub->lock);
 	ret = tio_ub_tl_wait(ub, tl, a->seqno, a->flags, a->timeout_ns, &status);
