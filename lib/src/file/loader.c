@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The loader engine: file ranges into memory at the disk's limit.
+ * The loader: file ranges into memory at the disk's limit.
  *
  * - O_DIRECT where the file system takes it and the range is not already in
  *   the page cache (a cached range is copied, which beats the disk);
