@@ -195,6 +195,8 @@ struct bench_header {
 	char commit[128];
 	char date[32];
 	char mode[96];
+	char load[48];		/* /proc/loadavg's 1, 5, 15 min at the start ("": unknown) */
+	char load_end[48];	/* the same when the run ended */
 	enum bench_unit unit;
 	int fast;		/* --fast: short samples */
 	int repeats;		/* samples per case and process (0: the default) */

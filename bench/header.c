@@ -29,6 +29,30 @@ int bench_icount_mode(void)
 	return yes;
 }
 
+/* /proc/loadavg's three averages: how busy the machine was. */
+static void bench_read_load(char *buf, size_t len)
+{
+	double a[3];
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	buf[0] = 0;
+	if (!f)
+		return;
+	if (fscanf(f, "%lf %lf %lf", &a[0], &a[1], &a[2]) == 3)
+		snprintf(buf, len, "%.2f %.2f %.2f", a[0], a[1], a[2]);
+	fclose(f);
+}
+
+/**
+ * bench_header_end() - what the header records when the run ends
+ * @h: the run's header
+ */
+void bench_header_end(struct bench_header *h)
+{
+	if (h->unit != BENCH_INSN)
+		bench_read_load(h->load_end, sizeof(h->load_end));
+}
+
 void bench_make_header(struct bench_header *h, enum bench_unit unit)
 {
 	char line[512], model[256] = "unknown cpu";
@@ -76,6 +100,9 @@ void bench_make_header(struct bench_header *h, enum bench_unit unit)
 #endif
 	env = getenv("TIO_COMMIT");
 	snprintf(h->commit, sizeof(h->commit), "%s", env && *env ? env : BENCH_COMMIT);
+	/* Instruction counts do not depend on load; the guest's own says nothing. */
+	if (unit != BENCH_INSN)
+		bench_read_load(h->load, sizeof(h->load));
 	gmtime_r(&t, &tm);
 	strftime(h->date, sizeof(h->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (unit == BENCH_INSN)
