@@ -356,6 +356,7 @@ int bench_load_json(const char *path, struct bench_header *h,
 		    struct bench_result **out, size_t *n);
 void bench_results_free(struct bench_result *r, size_t n);
 void bench_header_free(struct bench_header *h);
+uint64_t bench_half_mem_available(void);
 
 /* The malloc counter (malloc_count.c). */
 uint64_t bench_malloc_count(void);

@@ -14,6 +14,22 @@
 #define BENCH_COMMIT "unknown"
 #endif
 
+/* Half the available memory, from /proc/meminfo (0 when unknown). */
+uint64_t bench_half_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kb = 0;
+	char line[128];
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024 / 2;
+}
+
 /* Is the guest clock counting instructions? tests/vm/run.sh -i says so. */
 int bench_icount_mode(void)
 {
