@@ -12,7 +12,8 @@
 #                     in "targets: N met, M missed" and build/run/*.png
 #   make bench        every benchmark suite available here
 #   make bench-report a run's JSON as Markdown in docs/results/ (KIND=run,
-#                     the default, bench, or gpu)
+#                     the default, bench, gpu, or a suite run by
+#                     scripts/bench-report.sh -r SUITE)
 #   make gpu-bundle   what gpu-check runs, in build/gpu-bundle: programs,
 #                     the libraries they need, peers, fio (for a GPU machine
 #                     that builds nothing: build/gpu-bundle/run.sh OUTDIR)

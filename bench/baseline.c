@@ -424,6 +424,8 @@ int bench_load_json(const char *path, struct bench_header *h,
 	copy_str(h->commit, sizeof(h->commit), hdr, "commit");
 	copy_str(h->date, sizeof(h->date), hdr, "date");
 	copy_str(h->mode, sizeof(h->mode), hdr, "mode");
+	copy_str(h->load, sizeof(h->load), hdr, "load");
+	copy_str(h->load_end, sizeof(h->load_end), hdr, "load_end");
 	cpu_of(hdr, h);
 	h->unit = str_of(hdr, "unit") && !strcmp(str_of(hdr, "unit"), "insn") ?
 		  BENCH_INSN : BENCH_NS;

@@ -195,6 +195,8 @@ struct bench_header {
 	char commit[128];
 	char date[32];
 	char mode[96];
+	char load[48];		/* /proc/loadavg's 1, 5, 15 min at the start ("": unknown) */
+	char load_end[48];	/* the same when the run ended */
 	enum bench_unit unit;
 	int fast;		/* --fast: short samples */
 	int repeats;		/* samples per case and process (0: the default) */
@@ -354,6 +356,7 @@ int bench_load_json(const char *path, struct bench_header *h,
 		    struct bench_result **out, size_t *n);
 void bench_results_free(struct bench_result *r, size_t n);
 void bench_header_free(struct bench_header *h);
+uint64_t bench_half_mem_available(void);
 
 /* The malloc counter (malloc_count.c). */
 uint64_t bench_malloc_count(void);

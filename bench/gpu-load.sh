@@ -3,7 +3,7 @@
 # Disk -> GPU loading side by side on a CUDA machine: a Llama-shaped bf16
 # checkpoint (bench/python/st_gpu_peer.py --make, needs torch and
 # safetensors), loaded by tio-bench's gpu load rows (the tensorio loader's
-# bounce ring against mmap + per-tensor copies, and the disk through the
+# staging ring against mmap + per-tensor copies, and the disk through the
 # loader) and by the safetensors library itself, in one run.
 #   usage: bench/gpu-load.sh [DIR]   DIR on a disk, not tmpfs (/var/tmp)
 #   env:   TIO_BENCH (build/bench/tio-bench), PYTHON (python3), LAYERS (10),

@@ -14,6 +14,22 @@
 #define BENCH_COMMIT "unknown"
 #endif
 
+/* Half the available memory, from /proc/meminfo (0 when unknown). */
+uint64_t bench_half_mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	unsigned long long kb = 0;
+	char line[128];
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024 / 2;
+}
+
 /* Is the guest clock counting instructions? tests/vm/run.sh -i says so. */
 int bench_icount_mode(void)
 {
@@ -27,6 +43,30 @@ int bench_icount_mode(void)
 		yes = strstr(buf, "tio.icount=1") != NULL;
 	fclose(f);
 	return yes;
+}
+
+/* /proc/loadavg's three averages: how busy the machine was. */
+static void bench_read_load(char *buf, size_t len)
+{
+	double a[3];
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	buf[0] = 0;
+	if (!f)
+		return;
+	if (fscanf(f, "%lf %lf %lf", &a[0], &a[1], &a[2]) == 3)
+		snprintf(buf, len, "%.2f %.2f %.2f", a[0], a[1], a[2]);
+	fclose(f);
+}
+
+/**
+ * bench_header_end() - what the header records when the run ends
+ * @h: the run's header
+ */
+void bench_header_end(struct bench_header *h)
+{
+	if (h->unit != BENCH_INSN)
+		bench_read_load(h->load_end, sizeof(h->load_end));
 }
 
 void bench_make_header(struct bench_header *h, enum bench_unit unit)
@@ -76,6 +116,9 @@ void bench_make_header(struct bench_header *h, enum bench_unit unit)
 #endif
 	env = getenv("TIO_COMMIT");
 	snprintf(h->commit, sizeof(h->commit), "%s", env && *env ? env : BENCH_COMMIT);
+	/* Instruction counts do not depend on load; the guest's own says nothing. */
+	if (unit != BENCH_INSN)
+		bench_read_load(h->load, sizeof(h->load));
 	gmtime_r(&t, &tm);
 	strftime(h->date, sizeof(h->date), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	if (unit == BENCH_INSN)

@@ -366,6 +366,7 @@ int main(int argc, char **argv)
 	bench_print_header(stdout, &h, "# ");
 	fflush(stdout);
 	rc = run_all(&o, &h, res, n);
+	bench_header_end(&h);
 	putchar('\n');
 	bench_print_reference(stdout, &h, "# ");
 	/* A reference row that ran after its rows: their ratios and verdicts now. */

@@ -20,12 +20,25 @@ static void md_cell(FILE *f, const char *s)
 	}
 }
 
+/* The 1-minute load average at the start and the end, "-" unknown. */
+static void md_load(FILE *f, const struct bench_header *h)
+{
+	if (!h->load[0]) {
+		fputs(h->unit == BENCH_INSN ? "n/a (insn)" : "-", f);
+		return;
+	}
+	fprintf(f, "%.*s", (int)strcspn(h->load, " "), h->load);
+	if (h->load_end[0])
+		fprintf(f, " / %.*s", (int)strcspn(h->load_end, " "), h->load_end);
+}
+
 static void md_runs(FILE *f, const struct bench_runset *s, size_t ns)
 {
 	size_t i;
 
-	fputs("| run | CPU | cpus | kernel | backend | unit | commit | date |\n"
-	      "|---|---|---:|---|---|---|---|---|\n", f);
+	fputs("| run | CPU | cpus | kernel | backend | unit | commit | date | "
+	      "load, 1 min (start / end) |\n"
+	      "|---|---|---:|---|---|---|---|---|---|\n", f);
 	for (i = 0; i < ns; i++) {
 		const struct bench_header *h = s[i].h;
 
@@ -41,6 +54,8 @@ static void md_runs(FILE *f, const struct bench_runset *s, size_t ns)
 		md_cell(f, h->commit);
 		fputs(" | ", f);
 		md_cell(f, h->date);
+		fputs(" | ", f);
+		md_load(f, h);
 		fputs(" |\n", f);
 	}
 }

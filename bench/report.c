@@ -67,6 +67,11 @@ void bench_print_header(FILE *f, const struct bench_header *h, const char *pfx)
 	fprintf(f, "%scommit:   %s\n", pfx, h->commit);
 	fprintf(f, "%sdate:     %s\n", pfx, h->date);
 	fprintf(f, "%smode:     %s\n", pfx, h->mode);
+	if (h->load[0] && h->load_end[0])
+		fprintf(f, "%sload:     %s at the start, %s at the end (1, 5, 15 min "
+			"averages)\n", pfx, h->load, h->load_end);
+	else if (h->load[0])
+		fprintf(f, "%sload:     %s (1, 5, 15 min averages)\n", pfx, h->load);
 	if (h->repeats > 0)
 		fprintf(f, "%ssamples:  %d per case%s", pfx, h->repeats,
 			h->procs > 1 ? " and process, " : "\n");
@@ -340,6 +345,7 @@ int bench_write_json(const char *path, const struct bench_header *h,
 		{ "backend", h->backend }, { "compiler", h->compiler },
 		{ "commit", h->commit }, { "date", h->date },
 		{ "mode", h->mode }, { "unit", bench_unit_name(h->unit) },
+		{ "load", h->load }, { "load_end", h->load_end },
 	};
 	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
 	size_t i;

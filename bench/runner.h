@@ -74,5 +74,6 @@ int bench_list_targets(void);
 /* The run header (header.c). */
 int bench_icount_mode(void);
 void bench_make_header(struct bench_header *h, enum bench_unit unit);
+void bench_header_end(struct bench_header *h);
 
 #endif /* TIO_BENCH_RUNNER_H */

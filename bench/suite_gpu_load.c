@@ -6,7 +6,7 @@
  *                        the file dropped from the page cache first: what
  *                        the disk gives through the loader (no GPU)
  *   load/device-cold     tio_safetensors_load_device, cold: the ring of
- *                        pinned bounce buffers, reads overlapping copies
+ *                        pinned staging buffers, reads overlapping copies
  *   load/mmap-htod-cold  the safetensors library's way (its torch loader
  *                        with device="cuda"): mmap the file, then per
  *                        tensor a device allocation and a copy from the
@@ -430,7 +430,7 @@ static struct bench_case cases[] = {
 	LOAD("load/mmap-htod-cold", L_MMAP_COLD, NULL,
 	     "mmap + per-tensor alloc + pageable copy, cold (safetensors' way)"),
 	LOAD("load/device-cold", L_DEV_COLD, "load/mmap-htod-cold",
-	     "tio_safetensors_load_device, cold: bounce ring, reads overlap copies"),
+	     "tio_safetensors_load_device, cold: staging ring, reads overlap copies"),
 	LOAD("load/mmap-htod-warm", L_MMAP_WARM, NULL,
 	     "mmap + per-tensor alloc + pageable copy, page cache warm"),
 	LOAD("load/device-warm", L_DEV_WARM, "load/mmap-htod-warm",

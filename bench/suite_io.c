@@ -315,22 +315,6 @@ static const char *bench_dir(void)
 	return dir && *dir ? dir : "/var/tmp";
 }
 
-/* Half the available memory, from /proc/meminfo (0 when unknown). */
-static uint64_t half_mem_available(void)
-{
-	FILE *f = fopen("/proc/meminfo", "re");
-	unsigned long long kb = 0;
-	char line[128];
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024 / 2;
-}
-
 static int st_setup(struct bench_run *run)
 {
 	unsigned int row = (unsigned int)run->c->arg;
@@ -358,7 +342,7 @@ static int st_setup(struct bench_run *run)
 	if (row == 2) {
 		uint64_t cap = (uint64_t)sv.f_bavail * sv.f_frsize / 2;
 
-		half_mem = half_mem_available();
+		half_mem = bench_half_mem_available();
 		if (half_mem && half_mem < cap)
 			cap = half_mem;
 		if (cap < want)

@@ -82,21 +82,6 @@ static void sv_teardown(struct bench_run *run)
 	run->state = NULL;
 }
 
-static uint64_t sv_half_mem(void)
-{
-	FILE *f = fopen("/proc/meminfo", "re");
-	unsigned long long kb = 0;
-	char line[128];
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024 / 2;
-}
-
 /* The row's bytes: fitted to the disk and memory for the large rows. */
 static int sv_size(struct bench_run *run, const char *dir, uint64_t *size)
 {
@@ -110,8 +95,8 @@ static int sv_size(struct bench_run *run, const char *dir, uint64_t *size)
 	if (statvfs(dir, &sv))
 		return bench_skip(run, "statvfs %s: %s", dir, strerror(errno));
 	cap = (uint64_t)sv.f_bavail * sv.f_frsize / 2;
-	if (sv_half_mem() && sv_half_mem() < cap)
-		cap = sv_half_mem();
+	if (bench_half_mem_available() && bench_half_mem_available() < cap)
+		cap = bench_half_mem_available();
 	if (cap < *size)
 		*size = cap / SV_TENSOR * SV_TENSOR;
 	if (*size < (large && !run->fast ? 1ULL << 30 : SV_TENSOR))

@@ -21,7 +21,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 bin=build/bench/tio-bench
 args=${TIO_BENCH_ARGS:-}
-commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
+commit=${TIO_COMMIT:-$(git describe --always --dirty 2>/dev/null || echo unknown)}
 out=bench/results/$(date -u +%Y-%m-%dT%H%M%SZ)
 mkdir -p "$out"
 rc=0

@@ -105,6 +105,8 @@ step layers tests/tools/test-check-layers.sh
 step commands scripts/check-commands.sh
 step commands-check tests/tools/test-check-commands.sh
 step tioctl tests/tools/test-tioctl.sh
+# The docs against the tree: quick starts, quoted figures, links, names.
+step docs tests/tools/test-docs.sh
 step licenses tap "every SPDX identifier has its text in LICENSES/" scripts/check-licenses.sh
 step man tap "man3 pages from kernel-doc, no warnings, one per export" scripts/man.sh build/man
 step install tests/install/test-install.sh

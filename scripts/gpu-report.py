@@ -118,7 +118,7 @@ def figures(rows, disk, save):
         fig.append(("cold: disk -> GPU / fio's disk read (goal >= 0.95 of min(disk, PCIe))",
                     "%.2fx" % (gbps(rows["load/device-cold"]) / (disk / 1e9))))
     g = (save or {}).get("gpu") or {}
-    for key, what in (("gpu_ring", "GPU save, durable (tensorio, bounce ring)"),
+    for key, what in (("gpu_ring", "GPU save, durable (tensorio, staging ring)"),
                       ("gpu_async_durable", "GPU save, asynchronous, until durable"),
                       ("safetensors_save_file_fsync", "GPU save, safetensors save_file + fsync"),
                       ("torch_save_fsync", "GPU save, torch.save + fsync"),

@@ -17,13 +17,14 @@
 # the kernel beside the user backend) with the suites' bar charts.
 # make bench-report renders them into docs/results/run.md.
 # KVER=release picks the kernel (default: the oldest supported series);
-# TIO_RUN_ARGS adds tio-bench options to every run (e.g. --fast).
+# TIO_RUN_ARGS adds tio-bench options to every run (e.g. --fast); TIO_COMMIT
+# names the commit the results record (default: git describe --dirty).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 kver=${KVER:-$(scripts/kernels.sh | head -1)}
 args=${TIO_RUN_ARGS:-}
-commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
+commit=${TIO_COMMIT:-$(git describe --always --dirty 2>/dev/null || echo unknown)}
 bin=build/bench/tio-bench
 make -s -j"$(nproc)" all
 scripts/kmod.sh "$kver"

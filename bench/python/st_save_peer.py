@@ -10,7 +10,7 @@ libtensorio is called through ctypes.
   --gpu      GIB of bf16 CUDA tensors, ROUNDS rounds interleaved: device-to-
              host copies into pinned memory, dd O_DIRECT + fsync of as many
              bytes, our durable save of them from pinned host memory and
-             from the GPU (the bounce ring, torch's stream), each to a
+             from the GPU (the staging ring, torch's stream), each to a
              new file (the old one removed untimed, as dd's), our
              asynchronous save (until it returns, until durable; the
              tensors changed on torch's stream right after it returns must

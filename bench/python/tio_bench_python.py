@@ -147,7 +147,9 @@ def _c_save(path, ws):
     ts = (_DLTensor * n)(*[_DLTensor(a.ctypes.data, 1, 0, 1, 2, 32, 1, shapes[i], None, 0)
                            for i, a in enumerate(ws.values())])
     ptrs = (ctypes.c_void_p * n)(*[ctypes.addressof(t) for t in ts])
-    _keep.extend((names, shapes, ts, ptrs, f))
+    # The arrays too: the DLTensors point into them, and nothing else may
+    # hold them once case() returns.
+    _keep.extend((ws, names, shapes, ts, ptrs, f))
     p = path.encode()
 
     def save():

@@ -2,7 +2,7 @@
 /*
  * safetensors: load a file (or a sharded checkpoint) into one pinned buffer
  * and view every entry as a zero-copy Tensor, or straight onto a GPU
- * through the library's bounce-buffer ring. Saving is save.c.
+ * through the library's ring of staging buffers. Saving is save.c.
  */
 #include "ext.h"
 

@@ -28,8 +28,8 @@ def load_safetensors(path, device="cpu", progress=False):
     naming the shards. Returns ``{name: tensorio.Tensor}``: zero-copy views
     of one pinned buffer on "cpu" (the buffer lives as long as any of them),
     or device tensors on ``"cuda:N"`` / ``"rocm:N"``, read through a ring of
-    pinned bounce buffers without staging the file in host memory. The file
-    is checked before anything is trusted; a malformed one raises
+    pinned staging buffers without staging the whole file in host memory.
+    The file is checked before anything is trusted; a malformed one raises
     ValueError.
 
     `progress`: False, True (a progress line on stderr) or a callable

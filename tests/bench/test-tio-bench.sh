@@ -21,6 +21,9 @@ t "the JSON header records --fast, the repeats and sample length it took; rows t
 	jq -e '.header.fast == true and .header.repeats == 10 and .header.procs == 1 and .header.min_samples == 5 and
 	       .header.sample_target == 100000 and .results[0].n == 10 and
 	       (.results[0].samples | length) == 10' "$TIO_BENCH_BASELINES/b1.json"
+t "the JSON header records the load average at the start and the end (jq)" 0 true \
+	jq -e '(.header.load | test("^[0-9.]+ [0-9.]+ [0-9.]+$")) and
+	       (.header.load_end | test("^[0-9.]+ [0-9.]+ [0-9.]+$"))' "$TIO_BENCH_BASELINES/b1.json"
 t "the JSON header records the reference loop: 3 samples before the case and 3 after (jq)" 0 true \
 	jq -e '.header.reference.iters == 262144 and .header.reference.n == 6 and
 	       (.header.reference.samples | length) == 6 and .header.reference.median > 0' \
@@ -155,7 +158,7 @@ t "--json takes one --load" 2 "take one --load" \
 md=$tmp/results/run.md
 t "bench-report renders saved runs into KIND.md" 0 "^bench-report: $md$" cat "$tmp/report.out"
 t "... with each run's CPU model, cores, kernel, backend, commit and date from its JSON" 0 \
-	"^| overhead-vm | AMD EPYC 7B13 | 1 | Linux 6.1.0-56-amd64 x86_64 | kernel (/dev/tensorio) | insn/op | 1261514 | 2026-11-27T10:00:00Z |$" \
+	"^| overhead-vm | AMD EPYC 7B13 | 1 | Linux 6.1.0-56-amd64 x86_64 | kernel (/dev/tensorio) | insn/op | 1261514 | 2026-11-27T10:00:00Z | n/a (insn) |$" \
 	cat "$md"
 t "... the verdict over every run" 0 "^targets: 6 met, 2 missed$" cat "$md"
 t "... a target met, with its limit" 0 \
@@ -171,6 +174,28 @@ sed -e 's/"cpu": "AMD EPYC 7B13", "cpus": 2, //' -e 's/"cpu": "AMD EPYC 7B13",//
 t "a JSON without the cpu fields: the CPU and its count come from the machine line" 0 \
 	"^| old | AMD EPYC 7B13 | 2 | " bash -c \
 	"'$top/scripts/bench-report.sh' -o '$tmp/results' old '$tmp/old.json' >/dev/null && cat '$tmp/results/old.md'"
+sed 's/"mode": /"load": "7.25 6.10 5.00", "load_end": "8.50 6.40 5.10", &/' \
+	"$fix/ffi-host.json" >"$tmp/loaded.json"
+t "bench-report: the 1-minute load average at the start and the end, the three averages in the run's header" 0 \
+	"| loaded | AMD EPYC 7B13 | 2 | .* | 7.25 / 8.50 |.*- load:     7.25 6.10 5.00 at the start, 8.50 6.40 5.10 at the end" \
+	bash -c "'$top/scripts/bench-report.sh' -o '$tmp/results' other '$tmp/loaded.json' >/dev/null &&
+		 tr '\n' ' ' <'$tmp/results/other.md'"
+t "bench-report -r SUITE runs the suite into \$TIO_RESULTS_JSON/SUITE.json, then renders it" 0 \
+	"^# tio-bench --suite ffi .*| lookup/global | " bash -c \
+	"TIO_RESULTS_JSON='$tmp/rj' TIO_BENCH_ARGS='--fast --case lookup/global --repeat 2' \
+		'$top/scripts/bench-report.sh' -o '$tmp/results' -r ffi >/dev/null &&
+	 test -s '$tmp/rj/ffi.json' && tr '\n' ' ' <'$tmp/results/ffi.md'"
+t "bench-report -r is for a suite, not make run's results" 2 "-r runs a suite" \
+	"$top/scripts/bench-report.sh" -o "$tmp/r" -r run
+mkdir -p "$tmp/gc"
+cp "$fix/ffi-host.json" "$tmp/gc/gpu.json"
+printf '# gpu-check\n\nMachine: a GPU.\n\n## Figures\n\n| what | value |\n' >"$tmp/gc/report.md"
+t "bench-report gpu: gpu-check's report.md beside the JSON appended, its sections one level down" 0 \
+	"^# make gpu-check: .*(make gpu-check; make bench-report KIND=gpu) .*## gpu-check .*Machine: a GPU. .*### Figures " \
+	bash -c "'$top/scripts/bench-report.sh' -o '$tmp/results' gpu '$tmp/gc/gpu.json' >/dev/null &&
+		 tr '\n' ' ' <'$tmp/results/gpu.md'"
+t "bench-report -r is not for gpu-check's results" 2 "for 'gpu' use make gpu-check" \
+	"$top/scripts/bench-report.sh" -o "$tmp/r" -r gpu
 t "bench-report without JSON says so" 2 "no JSON for 'nothing'" "$top/scripts/bench-report.sh" -o "$tmp/r" nothing
 if command -v gnuplot >/dev/null; then
 	t "--plot with several runs: the overhead picture, kernel paths against the user backend" 0 \

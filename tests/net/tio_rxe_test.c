@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * RDMA verbs on tensorio buffers (issue 20), run in the VM over soft-RoCE
+ * RDMA verbs on tensorio buffers, run in the VM over soft-RoCE
  * (tests/net/vm-rxe.sh makes rxe0 and rxe1 on the two ends of a veth pair
  * and names them in $TIO_RDMA_DEV and $TIO_RDMA_DEV2): the /dev/tensorio
  * mapping of a BUF_ALLOC buffer registers with ibv_reg_mr(), and RDMA

@@ -292,7 +292,7 @@ TIO_API int tio_gpu_buffer_device_ptr(tio_buffer_t *buf, DLDevice dev, uint64_t 
  * with a doorbell (tio_stream_create_flags(TIO_STREAM_DOORBELL)) and a
  * device with TIO_GPU_CAP_WRITE_VALUE64, the GPU stream writes @seqno into
  * the doorbell (cuStreamWriteValue64, hipStreamWriteValue64; the doorbell
- * page is registered read-write on first use): no host callback, no
+ * page is registered read-write on first use): no host function, no
  * system call. Doorbell writes of one stream only grow: a point at or
  * below one already written, or from another GPU stream while an earlier
  * write has not landed, goes the other way. Otherwise a host function

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * safetensors files: load one (or the shards a model.safetensors.index.json
- * names) into pinned buffers through the loader engine (tensorio/io.h) and
+ * names) into pinned buffers through the loader (tensorio/io.h) and
  * view each entry as a zero-copy tio.Tensor; write tensors to a file (or
  * to shards and their index) durably and atomically, from host or GPU
  * memory, in the caller's thread or in the background. The JSON header is parsed with json-c and checked (size
@@ -74,7 +74,7 @@ TIO_API int tio_safetensors_load_ex(const char *path, struct tio_io_opts *opts,
  * @out: the loaded checkpoint: tio_safetensors_tensor() gives device
  *	tensors (one allocation each); tio_safetensors_buffer() is NULL
  *
- * The files go through a ring of pinned bounce buffers from the pinned
+ * The files go through a ring of pinned staging buffers from the pinned
  * cache, each filled by its own thread: the reads into some overlap the
  * asynchronous host-to-device copies out of the others, so no more than
  * the ring is staged in host memory. @opts' progress callback runs in the

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Tensor file I/O through io_uring (tensorio/io.h): writes here, one ring
- * per transfer; reads through the loader engine (loader.c).
+ * per transfer; reads through the loader (loader.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -211,7 +211,7 @@ out_free:
 	return ret;
 }
 
-/* Reads go through the loader engine (loader.c). */
+/* Reads go through the loader (loader.c). */
 int tio_file_read(const char *path, uint64_t file_off, uint64_t len,
 		  tio_buffer_t *buf, uint64_t buf_off, struct tio_io_opts *opts)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The loader engine: file ranges into memory at the disk's limit.
+ * The loader: file ranges into memory at the disk's limit.
  *
  * - O_DIRECT where the file system takes it and the range is not already in
  *   the page cache (a cached range is copied, which beats the disk);
@@ -15,12 +15,11 @@
  *   reads already queued run: fresh memory costs about as much to fault in
  *   here as the disk takes to fill it, so doing it first would double the
  *   time. (The pinned cache maps fresh memory of 2 MiB and more as huge
- *   pages, which made a first 512 MiB load about 4x faster here.) For page-cache copies each window is registered with the ring
- *   (READ_FIXED) once populated (2 GiB warm: 1.9-2.0 GB/s against 1.4-1.5
- *   unregistered); O_DIRECT reads go unregistered, which measured faster
- *   (2.0-3.2 GB/s against 1.5-2.1: the per-window registration stalls the
- *   queue). Registering the whole destination first would fault it all in
- *   before the first read.
+ *   pages, which cuts that cost several times.) For page-cache copies each
+ *   window is registered with the ring (READ_FIXED) once populated, which
+ *   makes the copies faster; O_DIRECT reads go unregistered, as the
+ *   per-window registration would stall their queue. Registering the whole
+ *   destination first would fault it all in before the first read.
  * - Large loads are split into parts taken by several readers (threads,
  *   one ring each, up to one per CPU): population and page-cache copies
  *   are CPU work, and the readers share it.

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * safetensors straight onto a GPU (tio_safetensors_load_device()): the
- * file goes through a ring of k pinned bounce buffers, each with its own
+ * file goes through a ring of k pinned staging buffers, each with its own
  * thread and GPU stream. A slot's thread takes the next piece, waits for its
- * buffer's last copies, reads the piece with the loader engine and queues
- * the copies, so k reads are in flight while the GPU copies earlier pieces:
- * one thread copying out of the page cache ran at 6.3 GB/s on an H200
- * machine, below CUDA's own pageable copies (9.3). Nothing but the ring is
- * staged in host memory. Progress is one call per piece, in the caller's
+ * buffer's last copies, reads the piece with the loader and queues the
+ * copies, so k reads are in flight while the GPU copies earlier pieces: one
+ * thread copying out of the page cache is slower than CUDA's own pageable
+ * copies. Nothing but the ring is staged in host memory. Progress is one call per piece, in the caller's
  * thread.
  *
  * The GPU is reached through the public tio_gpu_* calls, so this file is
@@ -32,7 +31,7 @@
 
 struct sd_load;
 
-/* A bounce buffer and the thread that fills it and copies out of it. */
+/* A staging buffer and the thread that fills it and copies out of it. */
 struct sd_slot {
 	struct sd_load *l;
 	tio_buffer_t *buf;
@@ -370,7 +369,7 @@ static int sd_ring(struct sd_load *l, uint64_t total)
 		    !(s->mem = tio_buffer_data(s->buf)) ||
 		    tio_gpu_stream_create(l->dev, &s->stream))
 			return -1;
-		/* A cached bounce buffer may still be registered. */
+		/* A cached staging buffer may still be registered. */
 		if (tio_gpu_buffer_register(l->dev.device_type, s->buf) && tio_errno() != EEXIST)
 			return -1;
 		tio_error_clear();
