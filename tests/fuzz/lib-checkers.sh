@@ -25,11 +25,11 @@ valgrind)
 	done
 	;;
 tsan)
-	# Only programs that start threads (test_net: libtensorio-net's
+	# Only programs that start threads (test_net*: libtensorio-net's
 	# progress thread; saves' writers; GPU fences: the fake CUDA driver's
 	# stream threads run host functions and memory writes); ASLR off, as
 	# the TSan runtime of Debian 12 needs on kernels with high mmap entropy.
-	for src in $(grep -l -e pthread_create -e tio_net_worker_create \
+	for src in $(grep -l -e pthread_create -e '"net_test.h"' \
 		     -e tio_safetensors_load_device -e tio_safetensors_save_async \
 		     -e tio_safetensors_save_opts -e tio_gpu_stream_record_fence \
 		     "$top"/tests/lib/test_*.c); do

@@ -17,9 +17,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ffi_test.h"
 #include "kselftest_harness.h"
-#include "tvmffi_abi.h"
+#include "tvmffi_test.h"
 
 #define FOREIGN_DIR FIXTURE_DIR "/foreign"
 #define FIX_TIO FIXTURE_DIR "/fixture_tio_raise.so"
@@ -57,11 +56,6 @@ static int64_t rt_live(const struct rt *r)
 	return r->live ? r->live() : 0;
 }
 
-static const TVMFFIErrorCell *cell_of(void *err)
-{
-	return (const TVMFFIErrorCell *)((TVMFFIObject *)err + 1);
-}
-
 static int field_is(const TVMFFIByteArray *b, const char *s)
 {
 	return b->size == strlen(s) && !memcmp(b->data, s, b->size);
@@ -84,7 +78,7 @@ FIXTURE_VARIANT(interop) {
 
 FIXTURE_VARIANT_ADD(interop, one_runtime) {
 	.runtime = LIB_DIR "/libtensorio-tvmffi.so.0",
-	.tvm_module = FIXTURE_DIR "/fixture_tvm.so",
+	.tvm_module = FIX_TVM,
 };
 
 FIXTURE_VARIANT_ADD(interop, two_runtimes) {
