@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * safetensors onto a GPU through the ring of bounce buffers, on a fake HIP
+ * safetensors onto a GPU through the staging ring, on a fake HIP
  * runtime (fixture_fake_hip.c: device memory is host memory, copies run
- * only when their stream is synchronised, so a bounce buffer reused too
+ * only when their stream is synchronised, so a staging buffer reused too
  * early shows as wrong data). Tensors of odd sizes cross the ring's
  * pieces; the ring wraps several times; a sharded checkpoint (pieces
  * found by binary search over shard-major entries) lands byte for byte;
@@ -90,7 +90,7 @@ static int on_progress(void *arg, uint64_t done, uint64_t total)
 	return p->at && p->calls >= p->at;
 }
 
-TEST_F(gl, through_the_bounce_ring)
+TEST_F(gl, through_the_staging_ring)
 {
 	DLDevice dev = { kDLROCM, 0 };
 	struct prog p = { 0, 0, 0, 0, 0 };

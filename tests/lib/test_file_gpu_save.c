@@ -4,7 +4,7 @@
  * (fixture_fake_hip.c, fixture_fake_cuda.c: device memory is host memory,
  * and a copy runs only when its stream needs it done, so a staging slot
  * written to disk before its copies are done shows as wrong bytes).
- * Through the ring of bounce buffers (wrapping many times, host and device
+ * Through the staging ring (wrapping many times, host and device
  * tensors in one file); asynchronously, captured on the caller's stream
  * before the call returns; without a copy; a failing device-to-host copy
  * fails the save and leaves the old file; every GPU object freed.
@@ -115,7 +115,7 @@ static int all_there(FIXTURE_DATA(gs) *self)
 	return ok;
 }
 
-TEST_F(gs, through_the_bounce_ring)
+TEST_F(gs, through_the_staging_ring)
 {
 	const DLTensor *tv[NT];
 	struct tio_save_opts o;
