@@ -8,8 +8,15 @@
 #   make modules      kmod/tensorio.ko against KDIR (or KVER)
 #   make install      see below; make deps installs the build and test packages
 #   make check        install what is missing, then every test
-#   make run          the main job: VM + module + overhead benchmark
+#   make run          the main job: VM + module + overhead benchmark, ending
+#                     in "targets: N met, M missed" and build/run/*.png
 #   make bench        every benchmark suite available here
+#   make bench-report a run's JSON as Markdown in docs/results/ (KIND=run,
+#                     the default, bench, or gpu)
+#   make gpu-bundle   what gpu-check runs, in build/gpu-bundle: programs,
+#                     the libraries they need, peers, fio (for a GPU machine
+#                     that builds nothing: build/gpu-bundle/run.sh OUTDIR)
+#   make gpu-check    on a machine with a GPU: the bundle, run (build/gpu-check)
 #   make python       the Python package's extension, in the tree (python/)
 #
 # KDIR defaults to /lib/modules/$(uname -r)/build when it exists, else the
@@ -157,6 +164,17 @@ run: deps
 bench: deps tests python
 	@scripts/bench.sh
 
+KIND ?= run
+bench-report:
+	@scripts/bench-report.sh $(KIND)
+
+gpu-bundle: all tests
+	@scripts/gpu-bundle.sh build/gpu-bundle
+
+GPU_CHECK_OUT ?= build/gpu-check
+gpu-check: gpu-bundle
+	@build/gpu-bundle/run.sh $(GPU_CHECK_OUT)
+
 # make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release] [FUZZ_UPDATE=1]:
 # fuzz the driver in the debug-kernel VM, guided by its KCOV coverage
 # (default 3600 s; make check replays the corpus and fuzzes briefly); prints
@@ -172,4 +190,4 @@ clean:
 	find build -mindepth 1 -maxdepth 1 ! -name ksrc -exec rm -rf {} + 2>/dev/null || true
 	@for d in $(SUBDIRS) python; do $(MAKE) -s -C $$d clean; done
 
-.PHONY: all tests man build-bench-tests $(SUBDIRS:%=build-%) python install install-system modules modules_clean deps check run bench fuzz clean
+.PHONY: all tests man build-bench-tests $(SUBDIRS:%=build-%) python install install-system modules modules_clean deps check run bench bench-report gpu-bundle gpu-check fuzz clean

@@ -338,6 +338,57 @@ static void copy_str(char *dst, size_t len, struct json_object *o,
 	snprintf(dst, len, "%s", v ? v : "");
 }
 
+/*
+ * The CPU's model and count: their own fields, else from the machine
+ * line ("host, model, N cpus").
+ */
+static void cpu_of(struct json_object *hdr, struct bench_header *h)
+{
+	const char *p = strchr(h->machine, ','), *q = strrchr(h->machine, ',');
+	double v;
+
+	copy_str(h->cpu, sizeof(h->cpu), hdr, "cpu");
+	if (!num_of(hdr, "cpus", &v))
+		h->cpus = (int)v;
+	if (!h->cpu[0] && p && q > p)
+		snprintf(h->cpu, sizeof(h->cpu), "%.*s", (int)(q - p - 2), p + 2);
+	if (!h->cpus && q)
+		h->cpus = atoi(q + 1);
+}
+
+/*
+ * A result's target: the "target" object, or an older file's target_ns
+ * (absolute, host ns) or target_ratio (to its ref). -ENOMEM, else 0.
+ */
+static int goal_of(struct json_object *e, struct bench_result *x)
+{
+	struct json_object *t;
+	const char *a, *why;
+	double v;
+
+	memset(&x->goal, 0, sizeof(x->goal));
+	if (json_object_object_get_ex(e, "target", &t) &&
+	    json_object_is_type(t, json_type_object)) {
+		a = str_of(t, "against");
+		why = str_of(t, "why");
+		num_of(t, "factor", &x->goal.factor);
+		num_of(t, "plus", &x->goal.plus);
+	} else if (!num_of(e, "target_ns", &v) && x->unit == BENCH_NS) {
+		a = why = NULL;
+		x->goal.plus = v;
+	} else if (!num_of(e, "target_ratio", &v) && x->ref) {
+		a = x->ref;
+		why = NULL;
+		x->goal.factor = v;
+	} else {
+		return 0;
+	}
+	x->goal.set = 1;
+	x->goal.against = a ? strdup(a) : NULL;
+	x->goal.why = why ? strdup(why) : NULL;
+	return (a && !x->goal.against) || (why && !x->goal.why) ? -ENOMEM : 0;
+}
+
 /**
  * bench_load_json() - read a saved run back (tio-bench --load)
  * @path: a bench_write_json() file
@@ -373,6 +424,7 @@ int bench_load_json(const char *path, struct bench_header *h,
 	copy_str(h->commit, sizeof(h->commit), hdr, "commit");
 	copy_str(h->date, sizeof(h->date), hdr, "date");
 	copy_str(h->mode, sizeof(h->mode), hdr, "mode");
+	cpu_of(hdr, h);
 	h->unit = str_of(hdr, "unit") && !strcmp(str_of(hdr, "unit"), "insn") ?
 		  BENCH_INSN : BENCH_NS;
 	if (json_object_object_get_ex(hdr, "fast", &samples))
@@ -427,8 +479,8 @@ int bench_load_json(const char *path, struct bench_header *h,
 		num_of(e, "max", &r[i].st.max);
 		num_of(e, "allocs_per_op", &r[i].allocs_per_op);
 		num_of(e, "ratio", &r[i].ratio);
-		num_of(e, "target_ns", &r[i].target);
-		num_of(e, "target_ratio", &r[i].target_ratio);
+		if (goal_of(e, &r[i]))
+			goto nomem;
 		num_of(e, "ops_per_iter", &r[i].ops_per_iter);
 		if (!num_of(e, "iters", &v))
 			r[i].iters = (uint64_t)v;
@@ -479,6 +531,7 @@ void bench_results_free(struct bench_result *r, size_t n)
 		free(r[i].samples);
 		free(r[i].pmed);
 		free(r[i].ref);
+		bench_goal_free(&r[i].goal);
 	}
 	free(r);
 }

@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <tensorio/dlpack.h>
+
 /* setup() returns this (after filling run->why) when a case cannot run. */
 #define BENCH_SKIP	1
 
@@ -35,8 +37,6 @@ struct bench_run;
  * @ref: name of the case in the same suite the ratio column divides by
  * @ops: operations one iteration performs (a batch of 64 is 64), 0 = 1
  * @bytes: bytes one operation moves, for GB/s (0: no throughput)
- * @target: target median in ns/op (host only), 0 for none
- * @target_ratio: target for the ratio to @ref, 0 for none
  * @note: what one operation is, printed under the table
  * @setup: prepare @run->state; 0, BENCH_SKIP (reason in @run->why) or -errno
  * @run: perform @n iterations; 0 or -errno
@@ -51,8 +51,6 @@ struct bench_case {
 	const char *ref;
 	double ops;
 	uint64_t bytes;
-	double target;
-	double target_ratio;
 	const char *note;
 	int (*setup)(struct bench_run *run);
 	int (*run)(struct bench_run *run, uint64_t n);
@@ -99,6 +97,52 @@ struct bench_stats {
 
 enum bench_status { BENCH_OK, BENCH_SKIPPED, BENCH_FAILED };
 
+/*
+ * A target's verdict: the row has none (or did not run), met it, missed
+ * it, or could not be judged (the row it is relative to did not run).
+ */
+enum bench_target_state { BENCH_T_NONE, BENCH_T_MET, BENCH_T_MISSED, BENCH_T_UNJUDGED };
+
+/**
+ * struct bench_target - one of the project's goals, for one case
+ * @suite, @name: the case
+ * @against: a case of the same suite the goal is relative to, NULL for
+ *	     an absolute goal
+ * @factor: the goal is: median <= @factor * median(@against) + @plus
+ * @plus: in @unit
+ * @unit: the unit of @plus; a goal with a @plus applies only to runs in
+ *	  that unit, a pure ratio to runs in any
+ * @why: what the goal means and where it comes from, in a few words
+ */
+struct bench_target {
+	const char *suite;
+	const char *name;
+	const char *against;
+	double factor;
+	double plus;
+	enum bench_unit unit;
+	const char *why;
+};
+
+/**
+ * struct bench_goal - a result's target (from the table, or a saved run)
+ * @set: the result has one
+ * @against: the row it is relative to (owned), NULL: absolute
+ * @factor, @plus: as struct bench_target's, @plus in the result's unit
+ * @why: as struct bench_target's (owned), NULL when unknown
+ * @verdict: set by bench_targets_judge()
+ * @limit: the median the row had to reach, once judged
+ */
+struct bench_goal {
+	int set;
+	char *against;
+	double factor;
+	double plus;
+	char *why;
+	enum bench_target_state verdict;
+	double limit;
+};
+
 /**
  * struct bench_result - one case's outcome
  * @suite, @name: copied from the case (owned by the result)
@@ -115,7 +159,7 @@ enum bench_status { BENCH_OK, BENCH_SKIPPED, BENCH_FAILED };
  *	  holds them in process order
  * @np: how many processes (1: the case ran in this process)
  * @ref: the reference case (owned), @ratio = median / reference median
- * @target, @target_ratio: copied from the case
+ * @goal: its target, if the project has one for it (bench/targets.c)
  * @note: copied from the case
  */
 struct bench_result {
@@ -134,8 +178,7 @@ struct bench_result {
 	uint64_t bytes;
 	char *ref;
 	double ratio;
-	double target;
-	double target_ratio;
+	struct bench_goal goal;
 	const char *note;
 };
 
@@ -144,6 +187,8 @@ struct bench_result {
  */
 struct bench_header {
 	char machine[256];
+	char cpu[256];		/* the CPU's model name */
+	int cpus;		/* CPUs online (0: unknown) */
 	char kernel[256];
 	char backend[128];
 	char compiler[96];
@@ -245,7 +290,45 @@ double bench_ref_noise(const double *v, size_t n);
 /* Units. */
 const char *bench_unit_name(enum bench_unit u);
 
-/* Reports (report.c). */
+/* Targets (targets.c): the project's current goals, each defined once. */
+size_t bench_targets(const struct bench_target **t);
+const struct bench_target *bench_target_of(const char *suite, const char *name);
+int bench_goal_set(struct bench_goal *g, const struct bench_target *t, enum bench_unit unit);
+void bench_goal_free(struct bench_goal *g);
+void bench_goal_text(char *buf, size_t len, const struct bench_goal *g, enum bench_unit unit);
+void bench_targets_judge(struct bench_result *r, size_t n);
+
+/**
+ * struct bench_tally - how a run's targets fared
+ * @met, @missed: judged rows
+ * @unjudged: rows whose reference row did not run
+ */
+struct bench_tally {
+	size_t met, missed, unjudged;
+};
+
+void bench_targets_tally(const struct bench_result *r, size_t n, struct bench_tally *t);
+void bench_print_targets(FILE *f, const struct bench_result *r, size_t n, const char *label);
+void bench_print_verdict(FILE *f, const struct bench_tally *t);
+
+/**
+ * struct bench_runset - one run's results, for reports of several runs
+ * @label: what it is (its file's name less .json), NULL for this run
+ * @h: its header
+ * @r: its results, judged (bench_targets_judge())
+ * @n: how many
+ */
+struct bench_runset {
+	const char *label;
+	const struct bench_header *h;
+	struct bench_result *r;
+	size_t n;
+};
+
+/* Reports (report.c, md.c, plot.c, plot_batch.c). */
+const char *bench_num(char *buf, size_t len, double v);
+const char *bench_target_state_name(enum bench_target_state v);
+void bench_target_cell(char *buf, size_t len, const struct bench_result *x);
 void bench_print_header(FILE *f, const struct bench_header *h, const char *prefix);
 void bench_print_reference(FILE *f, const struct bench_header *h, const char *pfx);
 void bench_print_table(FILE *f, const struct bench_result *r, size_t n,
@@ -254,10 +337,12 @@ void bench_print_table_head(FILE *f, const char *suite, enum bench_unit unit, in
 void bench_print_row(FILE *f, const struct bench_result *x, int w);
 int bench_write_json(const char *path, const struct bench_header *h,
 		     const struct bench_result *r, size_t n);
-int bench_write_md(const char *path, const struct bench_header *h,
-		   const struct bench_result *r, size_t n);
-int bench_write_plots(const char *dir, const struct bench_header *h,
+int bench_write_md(const char *path, const char *title, const struct bench_runset *s,
+		   size_t ns);
+int bench_gnuplot(const char *script);
+int bench_write_plots(const char *dir, const char *prefix, const struct bench_header *h,
 		      const struct bench_result *r, size_t n);
+int bench_write_batch_plot(const char *base, const struct bench_runset *s, size_t ns);
 
 /* Baselines (baseline.c): JSON files in the bench_write_json() format. */
 int bench_baseline_path(const char *name, char *buf, size_t len);
@@ -298,6 +383,8 @@ int bench_fail(struct bench_run *run, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* suite_gpu.c, for the gpu suite's files: fail with the raised error. */
 int gpu_error(struct bench_run *run, const char *what);
+/* suite_gpu.c: the suite's GPU, CUDA device 0 or ROCm's (TIO_BENCH_GPU=rocm). */
+DLDevice bench_gpu(void);
 
 /* Keeps the compiler from discarding a value or assuming memory unchanged. */
 #define bench_keep(v)	__asm__ __volatile__("" : : "g"(v) : "memory")

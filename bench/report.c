@@ -1,17 +1,21 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
-/* Tables, JSON, Markdown and gnuplot plots of a run's results. */
+/* A run's results as text tables, its targets' verdicts, and as JSON. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "bench.h"
 
-/* A cost with a precision that suits its size. */
-static const char *num(char *buf, size_t len, double v)
+/**
+ * bench_num() - a cost with a precision that suits its size
+ * @buf: where
+ * @len: its size
+ * @v: the cost
+ *
+ * Return: @buf.
+ */
+const char *bench_num(char *buf, size_t len, double v)
 {
 	if (v < 10)
 		snprintf(buf, len, "%.2f", v);
@@ -22,28 +26,36 @@ static const char *num(char *buf, size_t len, double v)
 	return buf;
 }
 
-/* "<= 1.5 ns: met", "<= 0.50x info/ioctl: MISSED", "" */
-static void target_text(char *buf, size_t len, const struct bench_result *x)
+/**
+ * bench_target_state_name() - "met", "MISSED", "not judged" or ""
+ * @v: a verdict
+ *
+ * Return: its name.
+ */
+const char *bench_target_state_name(enum bench_target_state v)
 {
-	char t[64];
+	return v == BENCH_T_MET ? "met" : v == BENCH_T_MISSED ? "MISSED" :
+	       v == BENCH_T_UNJUDGED ? "not judged" : "";
+}
+
+/**
+ * bench_target_cell() - a row's target column: "<= 10 ns: met",
+ * "<= 0.10x info/ioctl: MISSED", "" for none; "judged at the end" while
+ * the row it is relative to has not run
+ * @buf: where
+ * @len: its size
+ * @x: the row, judged
+ */
+void bench_target_cell(char *buf, size_t len, const struct bench_result *x)
+{
+	char g[128];
 
 	buf[0] = 0;
-	if (x->status != BENCH_OK)
+	if (x->status != BENCH_OK || !x->goal.set)
 		return;
-	if (x->target > 0) {
-		num(t, sizeof(t), x->target);
-		if (x->unit != BENCH_NS)
-			snprintf(buf, len, "<= %s ns (host)", t);
-		else
-			snprintf(buf, len, "<= %s ns: %s", t,
-				 x->st.median <= x->target ? "met" : "MISSED");
-	} else if (x->target_ratio > 0 && x->ref) {
-		if (x->ratio > 0)
-			snprintf(buf, len, "<= %.2fx: %s", x->target_ratio,
-				 x->ratio <= x->target_ratio ? "met" : "MISSED");
-		else
-			snprintf(buf, len, "<= %.2fx (no ref)", x->target_ratio);
-	}
+	bench_goal_text(g, sizeof(g), &x->goal, x->unit);
+	snprintf(buf, len, "%s: %s", g, x->goal.verdict == BENCH_T_NONE ?
+		 "judged at the end" : bench_target_state_name(x->goal.verdict));
 }
 
 void bench_print_header(FILE *f, const struct bench_header *h, const char *pfx)
@@ -149,7 +161,7 @@ void bench_print_table_head(FILE *f, const char *suite, enum bench_unit unit, in
  */
 void bench_print_row(FILE *f, const struct bench_result *x, int w)
 {
-	char a[32], b[32], c[32], d[32], tp[40], ratio[48], tgt[80];
+	char a[32], b[32], c[32], d[32], tp[40], ratio[48], tgt[160];
 
 	if (x->status != BENCH_OK) {
 		fprintf(f, "%-*s %s: %s\n", w, x->name,
@@ -164,17 +176,76 @@ void bench_print_row(FILE *f, const struct bench_result *x, int w)
 	ratio[0] = 0;
 	if (x->ratio > 0)
 		snprintf(ratio, sizeof(ratio), "%.3fx", x->ratio);
-	target_text(tgt, sizeof(tgt), x);
+	bench_target_cell(tgt, sizeof(tgt), x);
 	if (x->st.n >= BENCH_P99_MIN_SAMPLES)
-		num(d, sizeof(d), x->st.p99);
+		bench_num(d, sizeof(d), x->st.p99);
 	else
 		snprintf(d, sizeof(d), "-");
 	fprintf(f, "%-*s %10s %10s %10s %6.1f %4zu %10s %8.2f %12s %16s  %s\n",
-		w, x->name, num(a, sizeof(a), x->st.min),
-		num(b, sizeof(b), x->st.median), num(c, sizeof(c), x->st.mean),
+		w, x->name, bench_num(a, sizeof(a), x->st.min),
+		bench_num(b, sizeof(b), x->st.median), bench_num(c, sizeof(c), x->st.mean),
 		x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0, x->st.n, d,
 		x->allocs_per_op, tp, ratio, tgt);
 	fflush(f);
+}
+
+/**
+ * bench_print_targets() - the rows of a run that have a target, judged
+ * @f: where
+ * @r: the run's results, judged
+ * @n: how many
+ * @label: what the run is (a file name), NULL for this run
+ */
+void bench_print_targets(FILE *f, const struct bench_result *r, size_t n, const char *label)
+{
+	char med[32], lim[32], goal[128];
+	size_t i, w = 4, rows = 0;
+
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(r[i].suite) + 1 + strlen(r[i].name);
+
+		if (r[i].goal.verdict == BENCH_T_NONE)
+			continue;
+		rows++;
+		if (l > w)
+			w = l;
+	}
+	if (!rows)
+		return;
+	fprintf(f, "\n== targets%s%s: the project's goals (bench/targets.c), medians\n",
+		label ? " of " : "", label ? label : "");
+	for (i = 0; i < n; i++) {
+		const struct bench_result *x = &r[i];
+
+		if (x->goal.verdict == BENCH_T_NONE)
+			continue;
+		bench_goal_text(goal, sizeof(goal), &x->goal, x->unit);
+		bench_num(med, sizeof(med), x->st.median);
+		if (x->goal.verdict == BENCH_T_UNJUDGED)
+			snprintf(lim, sizeof(lim), "-");
+		else
+			bench_num(lim, sizeof(lim), x->goal.limit);
+		fprintf(f, "%s/%-*s %10s %-4s  limit %10s  %-10s  %s (%s)\n", x->suite,
+			(int)(w - strlen(x->suite) - 1), x->name, med, bench_unit_name(x->unit),
+			lim, bench_target_state_name(x->goal.verdict), goal,
+			x->goal.why ? x->goal.why : "");
+	}
+}
+
+/**
+ * bench_print_verdict() - the last line: "targets: N met, M missed"
+ * @f: where
+ * @t: the tally of every run reported
+ *
+ * Targets whose reference row did not run are neither: a line before
+ * says how many.
+ */
+void bench_print_verdict(FILE *f, const struct bench_tally *t)
+{
+	if (t->unjudged)
+		fprintf(f, "(%zu more not judged: the row %s relative to did not run)\n",
+			t->unjudged, t->unjudged == 1 ? "it is" : "each is");
+	fprintf(f, "targets: %zu met, %zu missed\n", t->met, t->missed);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -217,6 +288,36 @@ static void json_nums(FILE *f, const double *v, size_t n)
 	fputc(']', f);
 }
 
+/* A row's target: its terms, how it reads, and how it fared. */
+static void json_goal(FILE *f, const struct bench_result *x)
+{
+	char text[160];
+
+	bench_goal_text(text, sizeof(text), &x->goal, x->unit);
+	fputs(", \"target\": {\"goal\": ", f);
+	json_str(f, text);
+	fputs(", \"against\": ", f);
+	if (x->goal.against)
+		json_str(f, x->goal.against);
+	else
+		fputs("null", f);
+	fputs(", \"factor\": ", f);
+	json_num(f, x->goal.factor);
+	fputs(", \"plus\": ", f);
+	json_num(f, x->goal.plus);
+	if (x->goal.why) {
+		fputs(", \"why\": ", f);
+		json_str(f, x->goal.why);
+	}
+	fputs(", \"verdict\": ", f);
+	json_str(f, bench_target_state_name(x->goal.verdict));
+	if (x->goal.verdict == BENCH_T_MET || x->goal.verdict == BENCH_T_MISSED) {
+		fputs(", \"limit\": ", f);
+		json_num(f, x->goal.limit);
+	}
+	fputc('}', f);
+}
+
 static const char *status_name(enum bench_status s)
 {
 	return s == BENCH_OK ? "ok" : s == BENCH_SKIPPED ? "skipped" : "failed";
@@ -251,6 +352,9 @@ int bench_write_json(const char *path, const struct bench_header *h,
 		fprintf(f, "%s\"%s\": ", i ? ", " : "", hdr[i][0]);
 		json_str(f, hdr[i][1]);
 	}
+	fputs(", \"cpu\": ", f);
+	json_str(f, h->cpu);
+	fprintf(f, ", \"cpus\": %d", h->cpus);
 	fprintf(f, ", \"fast\": %s, \"repeats\": %d, \"procs\": %d, "
 		"\"min_samples\": %d", h->fast ? "true" : "false", h->repeats,
 		h->procs > 0 ? h->procs : 1, BENCH_MIN_SAMPLES);
@@ -330,14 +434,8 @@ int bench_write_json(const char *path, const struct bench_header *h,
 			fputs(", \"ratio\": ", f);
 			json_num(f, x->ratio);
 		}
-		if (x->target > 0) {
-			fputs(", \"target_ns\": ", f);
-			json_num(f, x->target);
-		}
-		if (x->target_ratio > 0) {
-			fputs(", \"target_ratio\": ", f);
-			json_num(f, x->target_ratio);
-		}
+		if (x->goal.set)
+			json_goal(f, x);
 		fprintf(f, ", \"n\": %zu", x->st.n);
 		fputs(", \"samples\": ", f);
 		json_nums(f, x->samples, x->st.n);
@@ -354,289 +452,4 @@ out:
 	if (f != stdout && fclose(f) && !err)
 		err = -errno;
 	return err;
-}
-
-/**
- * bench_write_md() - the run as Markdown tables, one per suite
- * @path: file to write
- * @h: run header
- * @r: results
- * @n: how many
- *
- * Return: 0 or -errno.
- */
-int bench_write_md(const char *path, const struct bench_header *h,
-		   const struct bench_result *r, size_t n)
-{
-	char a[32], b[32], c[32], tgt[80];
-	FILE *f = fopen(path, "w");
-	size_t i, j;
-	int err = 0;
-
-	if (!f)
-		return -errno;
-	fputs("# tio-bench results\n\n", f);
-	bench_print_header(f, h, "- ");
-	fputs("\nFigures are comparable across runs only through baselines "
-	      "(`--save-baseline`, `--baseline`): a different machine, kernel "
-	      "or build changes them.\n", f);
-	for (i = 0; i < n; i++) {
-		for (j = 0; j < i; j++)
-			if (!strcmp(r[j].suite, r[i].suite))
-				break;
-		if (j < i)
-			continue;
-		fprintf(f, "\n## %s (%s/op)\n\n", r[i].suite,
-			bench_unit_name(r[i].unit));
-		fputs("| case | min | median | p99 | std % | allocs/op | GB/s | ratio | target |\n"
-		      "|---|---:|---:|---:|---:|---:|---:|---:|---|\n", f);
-		for (j = i; j < n; j++) {
-			const struct bench_result *x = &r[j];
-
-			if (strcmp(x->suite, r[i].suite))
-				continue;
-			if (x->status != BENCH_OK) {
-				fprintf(f, "| %s | %s: %s | | | | | | | |\n", x->name,
-					x->status == BENCH_SKIPPED ? "skipped" : "FAILED",
-					x->why);
-				continue;
-			}
-			target_text(tgt, sizeof(tgt), x);
-			fprintf(f, "| %s | %s | %s | %s | %.1f | %.2f | ", x->name,
-				num(a, sizeof(a), x->st.min),
-				num(b, sizeof(b), x->st.median),
-				x->st.n >= BENCH_P99_MIN_SAMPLES ?
-				num(c, sizeof(c), x->st.p99) : "-",
-				x->st.mean > 0 ? 100 * x->st.std / x->st.mean : 0,
-				x->allocs_per_op);
-			if (x->unit == BENCH_NS && x->bytes && x->st.median > 0)
-				fprintf(f, "%.2f | ", (double)x->bytes / x->st.median);
-			else
-				fputs(" | ", f);
-			if (x->ratio > 0)
-				fprintf(f, "%.3fx | %s |\n", x->ratio, tgt);
-			else
-				fprintf(f, " | %s |\n", tgt);
-		}
-	}
-	if (ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	return err;
-}
-
-static int run_gnuplot(const char *script)
-{
-	pid_t pid = fork();
-	int st;
-
-	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		execlp("gnuplot", "gnuplot", script, (char *)NULL);
-		_exit(127);
-	}
-	if (waitpid(pid, &st, 0) < 0)
-		return -errno;
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return WIFEXITED(st) && WEXITSTATUS(st) == 127 ? -ENOENT : -EIO;
-	return 0;
-}
-
-/*
- * One plot per question: cases whose name starts with one of these
- * prefixes are plotted apart from the rest of their suite (a page-cache
- * read and an O_DIRECT file load answer different questions, as do a
- * copy's bandwidth and a call's latency).
- */
-static const struct {
-	const char *suite, *prefix, *question;
-} plot_groups[] = {
-	{ "io", "safetensors/", "safetensors load (O_DIRECT, file to pinned buffer)" },
-	{ "gpu", "h2d/", "host to device copies" },
-	{ "gpu", "d2h/", "device to host copies" },
-};
-
-#define NGROUPS (sizeof(plot_groups) / sizeof(plot_groups[0]))
-
-/* The group of a case of @suite: an index in plot_groups, or -1 (the rest). */
-static int plot_group_of(const char *suite, const char *name)
-{
-	size_t g;
-
-	for (g = 0; g < NGROUPS; g++)
-		if (!strcmp(suite, plot_groups[g].suite) &&
-		    !strncmp(name, plot_groups[g].prefix, strlen(plot_groups[g].prefix)))
-			return (int)g;
-	return -1;
-}
-
-/* Peers: other projects' mechanisms, drawn in their own colour. */
-static int is_peer(const char *name)
-{
-	return strstr(name, "peer/") || !strncmp(name, "fio", 3) || strstr(name, "ref/");
-}
-
-/* Its GB/s (when it moves bytes) or its cost per operation. */
-static double plot_value(const struct bench_result *x, double cost, int gbps)
-{
-	return gbps ? (cost > 0 ? (double)x->bytes / cost : 0) : cost;
-}
-
-/* The target in the plotted unit, or 0: a cost, or a ratio to a reference. */
-static double plot_target(const struct bench_result *r, size_t n,
-			  const struct bench_result *x, int gbps)
-{
-	size_t i;
-
-	if (x->target > 0 && x->unit == BENCH_NS)
-		return plot_value(x, x->target, gbps);
-	if (!(x->target_ratio > 0) || !x->ref)
-		return 0;
-	for (i = 0; i < n; i++)
-		if (r[i].status == BENCH_OK && !strcmp(r[i].suite, x->suite) &&
-		    !strcmp(r[i].name, x->ref) && r[i].st.median > 0)
-			/* "<= 0.9x the reference's cost": GB/s of 1/0.9 x. */
-			return gbps ? plot_value(&r[i], r[i].st.median, 1) / x->target_ratio :
-			       r[i].st.median * x->target_ratio;
-	return 0;
-}
-
-/*
- * One question of a suite: a bar per case (median; whiskers min..max),
- * in GB/s when every case moves bytes (higher is better), else in
- * cost per operation on a log scale; targets as red marks, peers grey.
- */
-static int plot_question(const char *dir, const struct bench_header *h,
-			 const struct bench_result *r, size_t n, const char *suite,
-			 int group)
-{
-	char dat[4096], gp[4096], base[512];
-	const char *unit = "ns";
-	size_t i, rows = 0, longest = 4;
-	int term, gbps = 1;
-	FILE *f;
-
-	for (i = 0; i < n; i++) {
-		if (strcmp(r[i].suite, suite) || r[i].status != BENCH_OK ||
-		    plot_group_of(suite, r[i].name) != group)
-			continue;
-		rows++;
-		unit = bench_unit_name(r[i].unit);
-		if (!r[i].bytes || r[i].unit != BENCH_NS)
-			gbps = 0;
-		if (strlen(r[i].name) > longest)
-			longest = strlen(r[i].name);
-	}
-	if (!rows)
-		return 0;
-	if (group < 0)
-		snprintf(base, sizeof(base), "%s/%s", dir, suite);
-	else
-		snprintf(base, sizeof(base), "%s/%s-%.*s", dir, suite,
-			 (int)strcspn(plot_groups[group].prefix, "/"), plot_groups[group].prefix);
-	snprintf(dat, sizeof(dat), "%s.dat", base);
-	snprintf(gp, sizeof(gp), "%s.gp", base);
-	f = fopen(dat, "w");
-	if (!f)
-		return -errno;
-	fprintf(f, "# case value low high target peer (%s)\n", gbps ? "GB/s" : unit);
-	for (i = 0; i < n; i++) {
-		const struct bench_result *x = &r[i];
-		char target[32] = "NaN";
-		double t;
-
-		if (strcmp(x->suite, suite) || x->status != BENCH_OK ||
-		    plot_group_of(suite, x->name) != group)
-			continue;
-		t = plot_target(r, n, x, gbps);
-		if (t > 0)
-			snprintf(target, sizeof(target), "%g", t);
-		fprintf(f, "\"%s\" %g %g %g %s %d\n", x->name,
-			plot_value(x, x->st.median, gbps),
-			plot_value(x, gbps ? x->st.max : x->st.min, gbps),
-			plot_value(x, gbps ? x->st.min : x->st.max, gbps),
-			target, is_peer(x->name) ? 1 : 0);
-	}
-	if (fclose(f))
-		return -errno;
-	f = fopen(gp, "w");
-	if (!f)
-		return -errno;
-	for (term = 0; term < 2; term++) {
-		fprintf(f, "set terminal %s size %zu,%zu\n", term ? "pngcairo" : "svg",
-			rows < 12 ? (size_t)760 : 280 + rows * 42, 420 + longest * 6);
-		fprintf(f, "set output '%s.%s'\n", base, term ? "png" : "svg");
-		fprintf(f, "set title \"tio-bench %s%s%s: %s (%s, %s)\" noenhanced\n", suite,
-			group < 0 ? "" : ", ", group < 0 ? "" : plot_groups[group].question,
-			gbps ? "GB/s, higher is better" : "cost per operation, lower is better",
-			h->mode, h->date);
-		fputs("set style fill solid 0.6 border -1\n"
-		      "set boxwidth 0.7\n"
-		      "set grid ytics\n"
-		      "set key top left noenhanced\n"
-		      "set xtics rotate by -45 noenhanced\n", f);
-		/* Room for the longest label, rotated 45 degrees: none is clipped. */
-		fprintf(f, "set lmargin 12\nset bmargin %zu\nset rmargin %zu\n",
-			2 + longest * 4 / 10, 4 + longest * 6 / 10);
-		fprintf(f, "set offsets 0.5, 0.5, 0, 0\n");
-		if (gbps)
-			fputs("set ylabel 'GB/s, median (whiskers: all samples)'\n"
-			      "set yrange [0:*]\n", f);
-		else
-			fprintf(f, "set logscale y\nset ylabel '%s/op, median (log)'\n", unit);
-		fprintf(f, "plot '%s' using 0:($6 != 0 ? NaN : $2):xtic(1) with boxes lc rgb '#4a78b5' title 'tensorio', "
-			"'' using 0:($6 != 0 ? $2 : NaN) with boxes lc rgb '#999999' title 'peer', "
-			"'' using 0:2:3:4 with yerrorbars lc rgb 'black' pt 0 notitle, "
-			"'' using 0:5 with points pt 2 ps 2 lw 2 lc rgb 'red' title 'target'\n",
-			dat);
-	}
-	if (fclose(f))
-		return -errno;
-	return run_gnuplot(gp);
-}
-
-/* A suite: its questions, each its own plot. */
-static int plot_suite(const char *dir, const struct bench_header *h,
-		      const struct bench_result *r, size_t n, const char *suite)
-{
-	int g, err;
-
-	for (g = -1; g < (int)NGROUPS; g++) {
-		err = plot_question(dir, h, r, n, suite, g);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-/**
- * bench_write_plots() - SVG and PNG charts, one per question, via gnuplot
- * @dir: output directory (created)
- * @h: run header
- * @r: results
- * @n: how many
- *
- * Return: 0 or -errno (-ENOENT: gnuplot is not installed).
- */
-int bench_write_plots(const char *dir, const struct bench_header *h,
-		      const struct bench_result *r, size_t n)
-{
-	size_t i, j;
-	int err;
-
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return -errno;
-	for (i = 0; i < n; i++) {
-		for (j = 0; j < i; j++)
-			if (!strcmp(r[j].suite, r[i].suite))
-				break;
-		if (j < i)
-			continue;
-		err = plot_suite(dir, h, r, n, r[i].suite);
-		if (err)
-			return err;
-	}
-	return 0;
 }

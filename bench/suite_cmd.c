@@ -36,12 +36,13 @@ struct cmdst {
 };
 
 /*
- * A recipe: how to call the command's global once. @prep fills the
+ * A recipe: how to call command @op's global once. @prep fills the
  * arguments (0, BENCH_SKIP with the reason, or -errno); @drop disposes of
- * a result that owns something.
+ * a result that owns something. Keyed by the uapi's number, so a recipe
+ * cannot outlive its command.
  */
 struct recipe {
-	const char *name;
+	unsigned int op;
 	const char *note;
 	int (*prep)(struct bench_run *run, struct cmdst *s);
 	void (*drop)(tio_any_t *ret);
@@ -189,38 +190,38 @@ static int p_fence_import(struct bench_run *run, struct cmdst *s)
 }
 
 static const struct recipe recipes[] = {
-	{ "INFO", "the driver's no-op", p_none },
-	{ "BUF_ALLOC", "4 KiB, then its last reference frees it (BUF_FREE)",
+	{ TIO_IOC_INFO, "the driver's no-op", p_none },
+	{ TIO_IOC_BUF_ALLOC, "4 KiB, then its last reference frees it (BUF_FREE)",
 	  p_alloc, drop_object },
-	{ "BUF_PIN_USER", "a 4 KiB page of user memory, then BUF_FREE",
+	{ TIO_IOC_BUF_PIN_USER, "a 4 KiB page of user memory, then BUF_FREE",
 	  p_pin, drop_object },
-	{ "BUF_FREE", NULL, NULL, NULL, "measured with BUF_ALLOC (a buffer's last reference)" },
-	{ "BUF_INFO", "a 4 KiB buffer's size", p_buf },
-	{ "BUF_SET_DESC", "clear a 4 KiB buffer's descriptor", p_clear_desc },
-	{ "BUF_EXPORT", "a 4 KiB buffer as a dma-buf fd (closed after)", p_export, drop_fd },
-	{ "BUF_IMPORT", "a 4 KiB dma-buf, then BUF_FREE", p_import, drop_object },
-	{ "BUF_ATTACH_FENCE", "a signalled point to a 4 KiB buffer", p_attach },
-	{ "BUF_WAIT", "a 4 KiB buffer whose points are signalled", p_buf },
-	{ "STREAM_CREATE", "then its last reference destroys it (STREAM_DESTROY)",
+	{ TIO_IOC_BUF_FREE, NULL, NULL, NULL, "measured with BUF_ALLOC (a buffer's last reference)" },
+	{ TIO_IOC_BUF_INFO, "a 4 KiB buffer's size", p_buf },
+	{ TIO_IOC_BUF_SET_DESC, "clear a 4 KiB buffer's descriptor", p_clear_desc },
+	{ TIO_IOC_BUF_EXPORT, "a 4 KiB buffer as a dma-buf fd (closed after)", p_export, drop_fd },
+	{ TIO_IOC_BUF_IMPORT, "a 4 KiB dma-buf, then BUF_FREE", p_import, drop_object },
+	{ TIO_IOC_BUF_ATTACH_FENCE, "a signalled point to a 4 KiB buffer", p_attach },
+	{ TIO_IOC_BUF_WAIT, "a 4 KiB buffer whose points are signalled", p_buf },
+	{ TIO_IOC_STREAM_CREATE, "then its last reference destroys it (STREAM_DESTROY)",
 	  p_none, drop_object },
-	{ "STREAM_DESTROY", NULL, NULL, NULL, "measured with STREAM_CREATE (a stream's last reference)" },
-	{ "FENCE_EMIT", "one point, left unsignalled until the row ends", p_stream },
-	{ "FENCE_SIGNAL", "a point signalled already", p_signal },
-	{ "FENCE_WAIT", "a signalled point, timeout 0", p_wait },
-	{ "FENCE_EXPORT", "a signalled point as a sync_file (closed after)",
+	{ TIO_IOC_STREAM_DESTROY, NULL, NULL, NULL, "measured with STREAM_CREATE (a stream's last reference)" },
+	{ TIO_IOC_FENCE_EMIT, "one point, left unsignalled until the row ends", p_stream },
+	{ TIO_IOC_FENCE_SIGNAL, "a point signalled already", p_signal },
+	{ TIO_IOC_FENCE_WAIT, "a signalled point, timeout 0", p_wait },
+	{ TIO_IOC_FENCE_EXPORT, "a signalled point as a sync_file (closed after)",
 	  p_sync_file, drop_fd },
-	{ "FENCE_IMPORT", "a sync_file as a new point", p_fence_import },
-	{ "SUBMIT", NULL, NULL, NULL, "the envelope of batches: suite overhead, submit/bN rows" },
-	{ "RING_SETUP", NULL, NULL, NULL, "once per file: suite overhead, ring/bN rows" },
-	{ "RING_ENTER", NULL, NULL, NULL, "suite overhead, ring/bN rows" },
+	{ TIO_IOC_FENCE_IMPORT, "a sync_file as a new point", p_fence_import },
+	{ TIO_IOC_SUBMIT, NULL, NULL, NULL, "the envelope of batches: suite overhead, submit/bN rows" },
+	{ TIO_IOC_RING_SETUP, NULL, NULL, NULL, "once per file: suite overhead, ring/bN rows" },
+	{ TIO_IOC_RING_ENTER, NULL, NULL, NULL, "suite overhead, ring/bN rows" },
 };
 
-static const struct recipe *recipe_of(const char *name)
+static const struct recipe *recipe_of(unsigned int op)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(recipes) / sizeof(recipes[0]); i++)
-		if (!strcmp(recipes[i].name, name))
+		if (recipes[i].op == op)
 			return &recipes[i];
 	return NULL;
 }
@@ -257,7 +258,7 @@ static int cmd_setup(struct bench_run *run)
 		tio_error_clear();
 		return bench_fail(run, EPROTO, "tio_command_info(%d)", (int)run->c->arg);
 	}
-	r = recipe_of(c.name);
+	r = recipe_of(c.op);
 	if (!r)
 		return bench_fail(run, ENOSYS, "tio-bench has no recipe for %s", c.name);
 	if (r->skip)
@@ -303,7 +304,7 @@ static int cmd_run(struct bench_run *run, uint64_t n)
 	uint64_t i;
 
 	tio_command_info((int32_t)run->c->arg, &c);
-	r = recipe_of(c.name);
+	r = recipe_of(c.op);
 	for (i = 0; i < n; i++) {
 		ret = tio_any_none();
 		if (tio_func_call(s->fn, s->args, s->nargs, &ret))
@@ -334,7 +335,7 @@ static void __attribute__((constructor)) cmd_register(void)
 			tio_error_clear();
 			continue;
 		}
-		r = recipe_of(c.name);
+		r = recipe_of(c.op);
 		bc[i].suite = "cmd";
 		bc[i].name = c.name;
 		bc[i].note = !r ? "no recipe in tio-bench" : r->note ? r->note : r->skip;

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Suite "gpu": CUDA through libtensorio (tensorio/gpu.h). Every case skips
- * with the reason when CUDA is unusable here (no libcuda.so.1, no GPU, or a
- * library built without the CUDA headers).
+ * Suite "gpu": CUDA through libtensorio (tensorio/gpu.h), on device 0 of
+ * the driver TIO_CUDA_LIBRARY names (else libcuda.so.1); TIO_BENCH_GPU=rocm
+ * runs every row on ROCm device 0 instead (TIO_HIP_LIBRARY: the runtime),
+ * names unchanged. Every case skips with the reason when the GPU is
+ * unusable here (no driver, no GPU, or a library built without the
+ * vendor's headers). On the tests' fake drivers the rows run too: a check
+ * that they work, not figures of a GPU.
  *   call/dltensor-cpu      FFI call of a no-op taking a DLTensor*, on the CPU
  *   call/dltensor-cuda     the same with a device tensor's DLTensor*
  *   call/tensor-cuda       the same with the device Tensor object
@@ -10,11 +14,16 @@
  *   h2d|d2h/pinned/SIZE    tio_gpu_copy_htod/dtoh + stream sync, host side
  *                          a tensorio buffer registered with CUDA
  *   h2d|d2h/pageable/SIZE  the same from/to malloc memory (ratio: / pinned)
- *   fence/record           tio_gpu_stream_record_fence + tio_fence_wait:
- *                          stream -> fence, a host function signals
+ *   fence/record           tio_gpu_stream_record_fence + tio_fence_wait on
+ *                          a stream with a doorbell: stream -> fence, the
+ *                          GPU writes the point (cuStreamWriteValue64)
+ *                          where the device can, and the waiter sees it
+ *   fence/record-hostfunc  the same on a stream without a doorbell: a host
+ *                          function signals (cuLaunchHostFunc), the waiter
+ *                          wakes from the futex (or the driver's wait)
  *   fence/roundtrip        fence -> stream -> fence: the CUDA stream waits
  *                          on point A (cuStreamWaitValue64 on the seqno
- *                          word), then signals point B; the CPU signals A
+ *                          word), then writes point B; the CPU signals A
  *                          and waits for B
  */
 #include <errno.h>
@@ -31,12 +40,20 @@
 
 #include "bench.h"
 
-#define CUDA_DEV(n) ((DLDevice){ kDLCUDA, (n) })
-
 enum gkind {
-	G_CALL_CPU, G_CALL_CUDA, G_CALL_TENSOR, G_QUERY,
-	G_H2D_PIN, G_H2D_PAGE, G_D2H_PIN, G_D2H_PAGE, G_RECORD, G_ROUNDTRIP,
+	G_CALL_CPU, G_CALL_CUDA, G_CALL_TENSOR, G_QUERY, G_H2D_PIN, G_H2D_PAGE,
+	G_D2H_PIN, G_D2H_PAGE, G_RECORD, G_RECORD_FN, G_ROUNDTRIP,
 };
+
+/* The GPU of the gpu suite's rows (both files): CUDA 0, or ROCm 0. */
+DLDevice bench_gpu(void)
+{
+	const char *vendor = getenv("TIO_BENCH_GPU");
+
+	if (vendor && !strcmp(vendor, "rocm"))
+		return (DLDevice){ kDLROCM, 0 };
+	return (DLDevice){ kDLCUDA, 0 };
+}
 
 #define GARG(k, sz)	((uintptr_t)(k) | (uintptr_t)(sz) << 8)
 #define GKIND(a)	((enum gkind)((a) & 0xff))
@@ -101,12 +118,13 @@ static int gpu_setup(struct bench_run *run)
 {
 	enum gkind k = GKIND(run->c->arg);
 	DLDataType u8 = { kDLUInt, 8, 1 };
+	DLDevice gpu = bench_gpu();
 	struct gstate *s;
 	tio_object_t *e;
 
-	if (tio_gpu_init(kDLCUDA)) {
+	if (tio_gpu_init(gpu.device_type)) {
 		e = tio_error_move_from_raised();
-		bench_skip(run, "%s", e ? tio_error_message(e) : "no CUDA");
+		bench_skip(run, "%s", e ? tio_error_message(e) : "no GPU");
 		if (e)
 			tio_object_decref(e);
 		return BENCH_SKIP;
@@ -117,9 +135,9 @@ static int gpu_setup(struct bench_run *run)
 	run->state = s;
 	s->size = GSIZE(run->c->arg);
 	s->shape[0] = s->size ? (int64_t)s->size : 16;
-	if (tio_gpu_stream_create(CUDA_DEV(0), &s->cs))
-		return gpu_error(run, "CUDA stream");
-	if (tio_gpu_tensor_empty(CUDA_DEV(0), 1, s->shape, u8, &s->dev))
+	if (tio_gpu_stream_create(gpu, &s->cs))
+		return gpu_error(run, "GPU stream");
+	if (tio_gpu_tensor_empty(gpu, 1, s->shape, u8, &s->dev))
 		return gpu_error(run, "device tensor");
 	switch (k) {
 	case G_CALL_CPU:
@@ -135,7 +153,7 @@ static int gpu_setup(struct bench_run *run)
 	case G_H2D_PIN:
 	case G_D2H_PIN:
 		if (tio_buffer_alloc(s->size, NULL, &s->buf) ||
-		    tio_gpu_buffer_register(kDLCUDA, s->buf))
+		    tio_gpu_buffer_register(gpu.device_type, s->buf))
 			return gpu_error(run, "registered buffer");
 		memset(tio_buffer_data(s->buf), 1, s->size);
 		break;
@@ -147,14 +165,18 @@ static int gpu_setup(struct bench_run *run)
 		memset(s->mem, 1, s->size);
 		break;
 	case G_ROUNDTRIP:
-		if (tio_gpu_device_supports(CUDA_DEV(0), TIO_GPU_CAP_WAIT_VALUE64) != 1 ||
-		    tio_gpu_device_supports(CUDA_DEV(0), TIO_GPU_CAP_READONLY_REGISTER) != 1) {
+		if (tio_gpu_device_supports(gpu, TIO_GPU_CAP_WAIT_VALUE64) != 1 ||
+		    tio_gpu_device_supports(gpu, TIO_GPU_CAP_READONLY_REGISTER) != 1) {
 			tio_error_clear();
-			return bench_skip(run, "CUDA device 0 cannot wait on a host seqno word");
+			return bench_skip(run, "GPU 0 cannot wait on a host seqno word");
 		}
 		/* fall through */
 	case G_RECORD:
-		if (tio_stream_create(&s->in) || tio_stream_create(&s->out))
+	case G_RECORD_FN:
+		/* Points the GPU signals go by its write where it can. */
+		if (tio_stream_create(&s->in) ||
+		    tio_stream_create_flags(k == G_RECORD_FN ? 0 : TIO_STREAM_DOORBELL,
+					    &s->out))
 			return gpu_error(run, "tensorio streams");
 		break;
 	case G_QUERY:
@@ -202,6 +224,7 @@ static int gpu_run(struct bench_run *run, uint64_t n)
 			      tio_gpu_stream_sync(s->cs);
 			break;
 		case G_RECORD:
+		case G_RECORD_FN:
 			err = tio_gpu_stream_record_fence(s->cs, s->out, &b) ||
 			      tio_fence_wait(s->out, b, -1, NULL);
 			break;
@@ -250,9 +273,11 @@ static struct bench_case cases[] = {
 	GPU_COPY("d2h", 1 << 20, "1M", "medium", G_D2H_PIN, G_D2H_PAGE),
 	GPU_COPY("d2h", 64 << 20, "64M", "large", G_D2H_PIN, G_D2H_PAGE),
 	GPU("fence/record", G_RECORD, 0, NULL,
-	    "stream -> fence: record (host function signals) + CPU wait"),
+	    "stream -> fence: record (the GPU writes the doorbell) + CPU wait"),
+	GPU("fence/record-hostfunc", G_RECORD_FN, 0, "fence/record",
+	    "stream -> fence: record (a host function signals) + CPU wait"),
 	GPU("fence/roundtrip", G_ROUNDTRIP, 0, "fence/record",
-	    "fence -> stream -> fence: GPU waits on the seqno word, signals back"),
+	    "fence -> stream -> fence: GPU waits on the seqno word, writes back"),
 };
 
 static void __attribute__((constructor)) gpu_register(void)

@@ -327,11 +327,8 @@ static int ld_setup(struct bench_run *run)
 	struct stat sb;
 	int err;
 
-	const char *vendor = getenv("TIO_BENCH_GPU");
-	DLDevice gpu = { kDLCUDA, 0 };
+	DLDevice gpu = bench_gpu();
 
-	if (vendor && !strcmp(vendor, "rocm"))
-		gpu.device_type = kDLROCM;
 	if (tio_gpu_init(gpu.device_type)) {
 		tio_object_t *e = tio_error_move_from_raised();
 

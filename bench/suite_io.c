@@ -37,32 +37,18 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 #include <tensorio/context.h>
 #include <tensorio/error.h>
 #include <tensorio/pinned.h>
 #include <tensorio/safetensors.h>
 
 #include "bench.h"
+#include "fio.h"
 
 enum ikind { I_READ, I_MMAP, I_PINNED, I_FIO };
 #define IO_MEDIUM 0x100	/* the file of safetensors/medium's size */
-
-/*
- * One fio configuration: engine, block size, depth, O_DIRECT, registered
- * buffers (io_uring's --fixedbufs), jobs (each reading its share).
- */
-struct fio_cfg {
-	const char *engine;
-	const char *bs;
-	int depth;
-	int direct;
-	int fixed;
-	int jobs;
-};
 
 struct istate {
 	char path[512];
@@ -227,67 +213,11 @@ static int mmap_copy(struct bench_run *run, struct istate *s)
 	return 0;
 }
 
-/* fio's own figure: its read bandwidth, as clock units for the file. */
-static int run_fio_cfg(struct bench_run *run, const char *path, size_t bytes,
-		       const struct fio_cfg *c, double *ns)
-{
-	char fname[600], size[32], bs[32], eng[48], qd[32], dir[16], njobs[32], inc[48];
-	char out[] = "/tmp/tio-bench-fio.XXXXXX";
-	struct json_object *root, *jobs, *rd, *bw;
-	int fd = mkstemp(out), st, err = 0;
-	pid_t pid;
-
-	if (fd < 0)
-		return bench_fail(run, errno, "mkstemp");
-	snprintf(fname, sizeof(fname), "--filename=%s", path);
-	snprintf(size, sizeof(size), "--size=%zu", bytes / (c->jobs > 1 ? c->jobs : 1));
-	snprintf(njobs, sizeof(njobs), "--numjobs=%d", c->jobs > 1 ? c->jobs : 1);
-	snprintf(inc, sizeof(inc), "--offset_increment=%zu", bytes / (c->jobs > 1 ? c->jobs : 1));
-	snprintf(bs, sizeof(bs), "--bs=%s", c->bs);
-	snprintf(eng, sizeof(eng), "--ioengine=%s", c->engine);
-	snprintf(qd, sizeof(qd), "--iodepth=%d", c->depth);
-	snprintf(dir, sizeof(dir), "--direct=%d", c->direct);
-	pid = fork();
-	if (pid < 0) {
-		close(fd);
-		unlink(out);
-		return bench_fail(run, errno, "fork");
-	}
-	if (!pid) {
-		dup2(fd, 1);
-		execl("/usr/bin/fio", "fio", "--name=tio-bench", fname, size,
-		      "--rw=read", "--readonly", bs, eng, qd, dir, njobs, inc,
-		      "--group_reporting", c->fixed ? "--fixedbufs" : "--thread",
-		      "--output-format=json", (char *)NULL);
-		_exit(127);
-	}
-	close(fd);
-	if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
-		unlink(out);
-		return bench_fail(run, EIO, "fio failed");
-	}
-	root = json_object_from_file(out);
-	unlink(out);
-	if (!root)
-		return bench_fail(run, EIO, "fio output is not JSON");
-	if (json_object_object_get_ex(root, "jobs", &jobs) &&
-	    json_object_array_length(jobs) > 0 &&
-	    json_object_object_get_ex(json_object_array_get_idx(jobs, 0),
-				      "read", &rd) &&
-	    json_object_object_get_ex(rd, "bw_bytes", &bw) &&
-	    json_object_get_double(bw) > 0)
-		*ns = (double)bytes / json_object_get_double(bw) * 1e9;
-	else
-		err = bench_fail(run, EIO, "no read bandwidth in fio's output");
-	json_object_put(root);
-	return err;
-}
-
 static int run_fio(struct bench_run *run, struct istate *s, double *ns)
 {
 	static const struct fio_cfg c = { "io_uring", "1M", 8, 0, 0, 1 };
 
-	return run_fio_cfg(run, s->path, s->size, &c, ns);
+	return bench_fio(run, s->path, s->size, &c, 0, ns);
 }
 
 static int io_run(struct bench_run *run, uint64_t n)
@@ -562,37 +492,12 @@ static int st_run(struct bench_run *run, uint64_t n)
  * sample each run twice more, the best mean wins), then repeated. Its own
  * reported bandwidth.
  */
-static char fio_best_note[160];
+static char fio_best_note[200];
 static struct fio_cfg fio_best_cfg;
-
-/* Keep @c among the three fastest so far (@ns: 0 for an empty place). */
-static void fio_keep_top(struct fio_cfg *top, double *ns, const struct fio_cfg *c, double t)
-{
-	int i, k;
-
-	for (i = 0; i < 3; i++)
-		if (!ns[i] || t < ns[i])
-			break;
-	if (i == 3)
-		return;
-	for (k = 2; k > i; k--) {
-		top[k] = top[k - 1];
-		ns[k] = ns[k - 1];
-	}
-	top[i] = *c;
-	ns[i] = t;
-}
 
 static int fio_best_setup(struct bench_run *run)
 {
-	/* io_uring twice: plain and with registered buffers. */
-	static const char *const engines[] = { "io_uring", "io_uring", "libaio", "psync" };
-	static const char *const sizes[] = { "1M", "4M", "16M" };
-	static const int depths[] = { 1, 8, 32 };
 	struct istate *s;
-	struct fio_cfg top[3];
-	double ns, topns[3] = { 0, 0, 0 }, sum, best = 0;
-	unsigned int e, b, d, j, k, tried = 0;
 	int err;
 
 	if (access("/usr/bin/fio", X_OK))
@@ -601,43 +506,11 @@ static int fio_best_setup(struct bench_run *run)
 	if (err)
 		return err;
 	s = run->state;
-	for (e = 0; e < 4; e++)
-		for (b = 0; b < 3; b++)
-			for (d = 0; d < 3; d++)
-				for (j = 1; j <= 2; j++) {
-					struct fio_cfg c = { engines[e], sizes[b], depths[d], 1,
-							     e == 1, (int)j };
-
-					if (e == 3 && d)	/* psync: depth 1 only */
-						continue;
-					/* fio refuses blocks larger than a job's share. */
-					if (run_fio_cfg(run, s->path, s->size, &c, &ns))
-						continue;
-					tried++;
-					fio_keep_top(top, topns, &c, ns);
-				}
-	/*
-	 * One sample each picks by luck on a busy machine: the three fastest
-	 * run twice more, and the best mean of three wins.
-	 */
-	for (k = 0; k < 3 && topns[k]; k++) {
-		sum = topns[k];
-		for (j = 0; j < 2; j++)
-			sum += run_fio_cfg(run, s->path, s->size, &top[k], &ns) ? 1e18 : ns;
-		if (!best || sum < best) {
-			best = sum;
-			fio_best_cfg = top[k];
-		}
-	}
-	if (!tried)
-		return bench_skip(run, "fio --direct=1 failed in every configuration "
-				  "(O_DIRECT refused here?)");
+	err = bench_fio_best(run, s->path, s->size, 0, &fio_best_cfg, fio_best_note,
+			     sizeof(fio_best_note));
+	if (err)
+		return err;
 	s->best = &fio_best_cfg;
-	snprintf(fio_best_note, sizeof(fio_best_note),
-		 "fio's best of %u configurations, O_DIRECT, %zu MiB: %s%s, %s blocks, "
-		 "depth %d, %d job(s) (its own bandwidth)", tried, s->size >> 20,
-		 fio_best_cfg.engine, fio_best_cfg.fixed ? " --fixedbufs" : "",
-		 fio_best_cfg.bs, fio_best_cfg.depth, fio_best_cfg.jobs);
 	return 0;
 }
 
@@ -649,7 +522,7 @@ static int fio_best_run(struct bench_run *run, uint64_t n)
 	int err = 0;
 
 	for (i = 0; i < n && !err; i++) {
-		err = run_fio_cfg(run, s->path, s->size, s->best, &t);
+		err = bench_fio(run, s->path, s->size, s->best, 0, &t);
 		total += t;
 	}
 	run->manual_ns = total;
@@ -658,18 +531,18 @@ static int fio_best_run(struct bench_run *run, uint64_t n)
 
 #define ST(sz, row) {								.suite = "io", .name = "safetensors/" sz, .size = sz,			.note = st_rows[row].note, .setup = st_setup, .run = st_run,		.teardown = io_teardown, .arg = row }
 
-#define IO(n, k, r, tr, what) {						\
-	.suite = "io", .name = n, .ref = r, .target_ratio = tr,		\
+#define IO(n, k, r, what) {						\
+	.suite = "io", .name = n, .ref = r,				\
 	.note = what, .setup = io_setup, .run = io_run,			\
 	.teardown = io_teardown, .arg = k }
 
 static struct bench_case cases[] = {
-	IO("fio-io_uring", I_FIO, "fio-io_uring", 0,
+	IO("fio-io_uring", I_FIO, "fio-io_uring",
 	   "fio --ioengine=io_uring, 1 MiB blocks, depth 8 (its own bandwidth)"),
-	IO("read-malloc", I_READ, "fio-io_uring", 0, "read() into malloc memory"),
-	IO("mmap-memcpy", I_MMAP, "fio-io_uring", 0, "mmap + memcpy"),
-	IO("read-pinned", I_PINNED, "fio-io_uring", 1.11,
-	   "read() into a pinned buffer (target: >= 0.9x fio's GB/s)"),
+	IO("read-malloc", I_READ, "fio-io_uring", "read() into malloc memory"),
+	IO("mmap-memcpy", I_MMAP, "fio-io_uring", "mmap + memcpy"),
+	IO("read-pinned", I_PINNED, "fio-io_uring",
+	   "read() into a pinned buffer"),
 	ST("small", 0),
 	ST("medium", 1),
 	ST("large", 2),
@@ -677,21 +550,21 @@ static struct bench_case cases[] = {
 	  .ref = "fio-best/medium", .note = fio_best_note, .setup = fio_best_setup,
 	  .run = fio_best_run, .teardown = io_teardown, .arg = I_FIO | IO_MEDIUM },
 	{ .suite = "io", .name = "safetensors-cold/medium", .size = "medium",
-	  .ref = "fio-best/medium", .target_ratio = 1 / 0.95,
+	  .ref = "fio-best/medium",
 	  .note = st_rows[ST_COLD].note, .setup = st_setup, .run = st_run,
 	  .teardown = io_teardown, .arg = ST_COLD },
 	{ .suite = "io", .name = "safetensors-first/medium", .size = "medium",
-	  .ref = "fio-best/medium", .target_ratio = 1 / 0.95,
+	  .ref = "fio-best/medium",
 	  .note = st_rows[ST_FIRST].note, .setup = st_setup, .run = st_run,
 	  .teardown = io_teardown, .arg = ST_FIRST },
 	{ .suite = "io", .name = "safetensors-sharded/medium", .size = "medium",
-	  .ref = "fio-best/medium", .target_ratio = 1 / 0.95,
+	  .ref = "fio-best/medium",
 	  .note = st_rows[ST_SHARDED].note, .setup = st_setup, .run = st_run,
 	  .teardown = io_teardown, .arg = ST_SHARDED },
-	IO("mmap-memcpy/medium", I_MMAP | IO_MEDIUM, "mmap-memcpy/medium", 0,
+	IO("mmap-memcpy/medium", I_MMAP | IO_MEDIUM, "mmap-memcpy/medium",
 	   "mmap + memcpy, page cache warm, safetensors/medium's size"),
 	{ .suite = "io", .name = "safetensors-warm/medium", .size = "medium",
-	  .ref = "mmap-memcpy/medium", .target_ratio = 1.0,
+	  .ref = "mmap-memcpy/medium",
 	  .note = st_rows[ST_WARM].note, .setup = st_setup, .run = st_run,
 	  .teardown = io_teardown, .arg = ST_WARM },
 };

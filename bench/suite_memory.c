@@ -321,29 +321,29 @@ static int mem_run(struct bench_run *run, uint64_t n)
 	return err;
 }
 
-#define MEM(n, k, sz, cls, t, what) {					\
-	.suite = "memory", .name = n, .size = cls, .target = t,		\
+#define MEM(n, k, sz, cls, what) {					\
+	.suite = "memory", .name = n, .size = cls,			\
 	.note = what, .setup = mem_setup, .run = mem_run,		\
 	.teardown = mem_teardown, .arg = MARG(k, sz) }
 #define SIZES(pfx, k, what)						\
-	MEM(pfx "/4k", k, 4 * KiB, "small", 0, what),			\
-	MEM(pfx "/64k", k, 64 * KiB, "small", 0, what),			\
-	MEM(pfx "/1m", k, MiB, "medium", k == M_MEMFD ? 5000 : 0, what), \
-	MEM(pfx "/16m", k, 16 * MiB, "large", 0, what),			\
-	MEM(pfx "/64m", k, 64 * MiB, "large", 0, what)
+	MEM(pfx "/4k", k, 4 * KiB, "small", what),			\
+	MEM(pfx "/64k", k, 64 * KiB, "small", what),			\
+	MEM(pfx "/1m", k, MiB, "medium", what),				\
+	MEM(pfx "/16m", k, 16 * MiB, "large", what),			\
+	MEM(pfx "/64m", k, 64 * MiB, "large", what)
 
 static struct bench_case cases[] = {
 	SIZES("user/memfd-mlock", M_MEMFD, "user backend pinned buffer alloc+free"),
 	SIZES("malloc-touch", M_MALLOC, "pageable: malloc, touch pages, free"),
 	SIZES("kernel/alloc", M_KALLOC, "BUF_ALLOC + BUF_FREE"),
 	SIZES("kernel/pin-user", M_KPIN, "BUF_PIN_USER + BUF_FREE"),
-	MEM("kernel/export-import/1m", M_EXPORT, MiB, "medium", 0,
+	MEM("kernel/export-import/1m", M_EXPORT, MiB, "medium",
 	    "BUF_EXPORT + BUF_IMPORT + BUF_FREE + close"),
 	SIZES("peer/dma-heap", M_HEAP, "/dev/dma_heap/system alloc + close"),
 	SIZES("peer/udmabuf", M_UDMABUF, "udmabuf from a sealed memfd + close"),
-	MEM("pinned-cache/1k", M_PINNED, KiB, "small", 5000, pinned_note[0]),
-	MEM("pinned-cache/64k", M_PINNED, 64 * KiB, "small", 5000, pinned_note[1]),
-	MEM("pinned-cache/1m", M_PINNED, MiB, "medium", 5000, pinned_note[2]),
+	MEM("pinned-cache/1k", M_PINNED, KiB, "small", pinned_note[0]),
+	MEM("pinned-cache/64k", M_PINNED, 64 * KiB, "small", pinned_note[1]),
+	MEM("pinned-cache/1m", M_PINNED, MiB, "medium", pinned_note[2]),
 };
 
 static void __attribute__((constructor)) memory_register(void)

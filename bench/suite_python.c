@@ -161,40 +161,47 @@ static void py_teardown(struct bench_run *run)
 	run->state = NULL;
 }
 
-#define PY(n, r, t, what) {						\
-	.suite = "python", .name = n, .ref = r, .target = t,		\
+#define PY(n, r, what) {						\
+	.suite = "python", .name = n, .ref = r,				\
 	.note = what, .setup = py_setup, .run = py_run,			\
 	.teardown = py_teardown }
 
 static struct bench_case cases[] = {
-	PY("call/cfunc-0", NULL, 0, "floor: a CPython C function (METH_FASTCALL), no args"),
-	PY("call/noop-0", "call/cfunc-0", 50, "tensorio.Function no-op, 0 args"),
-	PY("call/ctypes-0", "call/cfunc-0", 0, "peer: the same FFI call through ctypes"),
-	PY("call/cfunc-1", "call/cfunc-0", 0, "floor: the C function with 1 int"),
-	PY("call/noop-1", "call/cfunc-0", 0, "tensorio.Function no-op, 1 int"),
-	PY("call/ctypes-1", "call/cfunc-0", 0, "peer: ctypes, 1 int packed into an Any"),
-	PY("call/torch-tensor", "call/cfunc-0", 300,
+	PY("call/cfunc-0", NULL, "floor: a CPython C function (METH_FASTCALL), no args"),
+	PY("call/noop-0", "call/cfunc-0", "tensorio.Function no-op, 0 args"),
+	PY("call/ctypes-0", "call/cfunc-0", "peer: the same FFI call through ctypes"),
+	PY("call/cfunc-1", "call/cfunc-0", "floor: the C function with 1 int"),
+	PY("call/noop-1", "call/cfunc-0", "tensorio.Function no-op, 1 int"),
+	PY("call/ctypes-1", "call/cfunc-0", "peer: ctypes, 1 int packed into an Any"),
+	PY("call/torch-tensor", "call/cfunc-0",
 	   "no-op with a torch tensor (DLPack conversion included; the torch accelerator where built)"),
-	PY("call/torch-tensor-dlpack", "call/cfunc-0", 0,
+	PY("call/torch-tensor-dlpack", "call/cfunc-0",
 	   "the same through torch's DLPack export (the accelerator off: the path without libtorch-dev)"),
-	PY("call/torch-export", "call/cfunc-0", 0,
+	PY("call/torch-export", "call/cfunc-0",
 	   "floor: torch._C._to_dlpack alone, the producer's share of the row above"),
-	PY("call/torch-requires-grad", "call/cfunc-0", 0,
+	PY("call/torch-requires-grad", "call/cfunc-0",
 	   "floor: reading requires_grad (the autograd check before _to_dlpack)"),
-	PY("call/numpy-array", "call/cfunc-0", 0, "no-op with a numpy array (DLPack)"),
-	PY("call/tensorio-tensor", "call/cfunc-0", 0, "no-op with a tensorio.Tensor"),
-	PY("dlpack/torch-from-tensor", NULL, 0, "torch.from_dlpack(a tensorio.Tensor)"),
-	PY("dlpack/torch-from-empty", NULL, 0,
+	PY("call/numpy-array", "call/cfunc-0", "no-op with a numpy array (DLPack)"),
+	PY("call/tensorio-tensor", "call/cfunc-0", "no-op with a tensorio.Tensor"),
+	PY("dlpack/torch-from-tensor", NULL, "torch.from_dlpack(a tensorio.Tensor)"),
+	PY("dlpack/torch-from-empty", NULL,
 	   "torch.from_dlpack(tensorio.empty((256,))): pinned buffer + export"),
-	PY("dlpack/from-torch", NULL, 0,
+	PY("dlpack/from-torch", NULL,
 	   "tensorio.from_dlpack(a torch tensor) (the torch accelerator where built)"),
-	PY("dlpack/from-torch-dlpack", "dlpack/from-torch", 0,
+	PY("dlpack/from-torch-dlpack", "dlpack/from-torch",
 	   "the same through torch's DLPack export (the accelerator off)"),
-	PY("dlpack/torch-from-numpy", NULL, 0, "peer: torch.from_dlpack(a numpy array)"),
-	PY("load/safetensors", NULL, 0, "tensorio.load_safetensors (16 tensors)"),
-	PY("load/torch-load", "load/safetensors", 0, "peer: torch.load of the same weights"),
-	PY("load/numpy-fromfile", "load/safetensors", 0,
+	PY("dlpack/torch-from-numpy", NULL, "peer: torch.from_dlpack(a numpy array)"),
+	PY("load/safetensors", NULL, "tensorio.load_safetensors (16 tensors)"),
+	PY("load/torch-load", "load/safetensors", "peer: torch.load of the same weights"),
+	PY("load/numpy-fromfile", "load/safetensors",
 	   "peer: numpy.fromfile of the raw bytes (one array)"),
+	PY("save/safetensors", "save/c-ctypes",
+	   "tensorio.save_safetensors (16 tensors), durable: O_DIRECT, fdatasync, link, dir fsync"),
+	PY("save/c-ctypes", "save/c-ctypes",
+	   "floor: tio_safetensors_save_opts through ctypes on the same arrays"),
+	PY("save/torch-save", "save/c-ctypes", "peer: torch.save of the same weights + fsync"),
+	PY("save/numpy-tofile", "save/c-ctypes",
+	   "peer: numpy tofile of the raw bytes (one array) + fsync"),
 };
 
 static void __attribute__((constructor)) py_register(void)

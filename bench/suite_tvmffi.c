@@ -7,6 +7,11 @@
  * library is opened with dlopen (found beside libtensorio through this
  * program's RUNPATH); the rows are skipped where it is not. tvmffi-peer
  * (tvmffi_peer.c) runs the same loops against other TVM FFI runtimes.
+ *
+ * Rows "peer/tvm-ffi/...": the same loops on TVM FFI's own runtime in
+ * this process, the libtvm_ffi.so that $TIO_BENCH_TVM_FFI names (built
+ * as docs/benchmarks.md says; not packaged for Debian): the FFI's goals
+ * are relative to them. Skipped without it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -39,27 +44,43 @@ static void tvmffi_teardown(struct bench_run *run)
 	run->state = NULL;
 }
 
-static int tvmffi_setup(struct bench_run *run)
+/* @lib: a TVM FFI runtime's shared object, NULL: $TIO_BENCH_TVM_FFI's. */
+static int open_runtime(struct bench_run *run, const char *lib)
 {
 	struct tvmffi_state *s = calloc(1, sizeof(*s));
+	const char *path = lib ? lib : getenv("TIO_BENCH_TVM_FFI");
 
 	if (!s)
 		return bench_fail(run, ENOMEM, "state");
 	run->state = s;
-	s->h = dlopen("libtensorio-tvmffi.so.0", RTLD_NOW | RTLD_LOCAL);
+	if (!path || !*path) {
+		tvmffi_teardown(run);
+		return bench_skip(run, "TIO_BENCH_TVM_FFI does not name a libtvm_ffi.so");
+	}
+	s->h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!s->h) {
 		tvmffi_teardown(run);
-		return bench_skip(run, "libtensorio-tvmffi.so.0 not found");
+		return bench_skip(run, "%s not found", path);
 	}
 	if (tvmffi_ops_open(&s->api, s->h)) {
 		tvmffi_teardown(run);
 		tio_error_clear();
-		return bench_fail(run, EPROTO, "libtensorio-tvmffi setup failed");
+		return bench_fail(run, EPROTO, "%s: setup failed", path);
 	}
 	s->shape[0] = 16;
 	s->dl = (DLTensor){ .data = s->data, .device = { kDLCPU, 0 }, .ndim = 1,
 			    .dtype = { kDLFloat, 32, 1 }, .shape = s->shape };
 	return 0;
+}
+
+static int tvmffi_setup(struct bench_run *run)
+{
+	return open_runtime(run, "libtensorio-tvmffi.so.0");
+}
+
+static int peer_setup(struct bench_run *run)
+{
+	return open_runtime(run, NULL);
 }
 
 static int tvmffi_run(struct bench_run *run, uint64_t n)
@@ -78,6 +99,11 @@ static int tvmffi_run(struct bench_run *run, uint64_t n)
 	.setup = tvmffi_setup, .run = tvmffi_run,			\
 	.teardown = tvmffi_teardown, .arg = k }
 
+#define PEER(n, k, r, what) {						\
+	.suite = "ffi", .name = "peer/tvm-ffi/" n, .ref = r, .note = what, \
+	.setup = peer_setup, .run = tvmffi_run,				\
+	.teardown = tvmffi_teardown, .arg = k }
+
 static struct bench_case cases[] = {
 	TVMFFI("tvmffi/call-noop-0", OP_CALL0, "call/noop-0", "TVMFFIFunctionCall, no-op, 0 args"),
 	TVMFFI("tvmffi/call-int-1", OP_CALL_INT, "call/int-1", "TVMFFIFunctionCall, 1 int arg"),
@@ -91,6 +117,14 @@ static struct bench_case cases[] = {
 	       "TVMFFIStringFromByteArray, 40 bytes, + DecRef"),
 	TVMFFI("tvmffi/dlpack-import", OP_DLPACK, "dlpack/import-destroy",
 	       "TVMFFITensorFromDLPack + DecRef"),
+	PEER("call-noop-0", OP_CALL0, "call/noop-0", "TVM FFI's own TVMFFIFunctionCall, no-op"),
+	PEER("call-int-1", OP_CALL_INT, "call/int-1", "TVM FFI's own call, 1 int arg"),
+	PEER("call-dltensor", OP_CALL_DLT, "call/dltensor", "TVM FFI's own call, a DLTensor* arg"),
+	PEER("lookup-global", OP_LOOKUP, "lookup/global", "TVM FFI's own lookup + DecRef"),
+	PEER("incref-decref", OP_REFS, "object/incref-decref", "TVM FFI's own IncRef + DecRef"),
+	PEER("str-40", OP_STR40, "str/create-destroy", "TVM FFI's own 40-byte string + DecRef"),
+	PEER("dlpack-import", OP_DLPACK, "dlpack/import-destroy",
+	     "TVM FFI's own TVMFFITensorFromDLPack + DecRef"),
 };
 
 static void __attribute__((constructor)) tvmffi_register(void)

@@ -99,16 +99,32 @@ static inline void tvmffi_ops_close(struct tvmffi_api *a)
 
 #define TVMFFI_OPS_KEEP(v) __asm__ __volatile__("" : : "g"(v) : "memory")
 
-#define TVMFFI_OPS_CALLS(fn, set_arg, nargs) do {			\
-	TVMFFIObjectHandle f_ = a->f[fn];				\
-									\
-	for (i = 0; i < n; i++) {					\
-		set_arg;						\
-		ret.type_index = kTVMFFINone;				\
-		err |= call(f_, &arg, nargs, &ret);			\
-		TVMFFI_OPS_KEEP(ret.v_int64);				\
-	}								\
-} while (0)
+/*
+ * The call rows, one function each, never inlined (as suite_ffi.c's
+ * CALL_ROW): the counter and the Function stay in registers.
+ */
+#define TVMFFI_OPS_CALL_ROW(name, set_arg, nargs)				\
+static __attribute__((noinline)) int name(int (*call)(TVMFFIObjectHandle, TVMFFIAny *,	\
+					      int32_t, TVMFFIAny *),		\
+					  TVMFFIObjectHandle f, DLTensor *dl, uint64_t n) \
+{										\
+	TVMFFIAny arg = { 0 }, ret;						\
+	uint64_t i;								\
+	int err = 0;								\
+										\
+	(void)dl;								\
+	for (i = 0; i < n; i++) {						\
+		set_arg;							\
+		ret.type_index = kTVMFFINone;					\
+		err |= call(f, &arg, nargs, &ret);				\
+		TVMFFI_OPS_KEEP(ret.v_int64);					\
+	}									\
+	return err;								\
+}
+
+TVMFFI_OPS_CALL_ROW(tvmffi_ops_call0, (void)0, 0)
+TVMFFI_OPS_CALL_ROW(tvmffi_ops_call_int, (arg.type_index = kTVMFFIInt, arg.v_int64 = (int64_t)i), 1)
+TVMFFI_OPS_CALL_ROW(tvmffi_ops_call_dlt, (arg.type_index = kTVMFFIDLTensorPtr, arg.v_ptr = dl), 1)
 
 /*
  * @n operations @op: one tight loop each, the Function in a local. @dl is
@@ -120,20 +136,20 @@ static inline int tvmffi_ops_run(const struct tvmffi_api *a, enum tvmffi_op op, 
 	static const char text40[] = "a string of exactly forty bytes, no more";
 	int (*call)(TVMFFIObjectHandle, TVMFFIAny *, int32_t, TVMFFIAny *) = a->call;
 	TVMFFIByteArray b = { text40, sizeof(text40) - 1 };
-	TVMFFIAny arg = { 0 }, ret;
+	TVMFFIAny ret;
 	TVMFFIObjectHandle h;
 	uint64_t i;
 	int err = 0;
 
 	switch (op) {
 	case OP_CALL0:
-		TVMFFI_OPS_CALLS(0, (void)0, 0);
+		err = tvmffi_ops_call0(call, a->f[0], dl, n);
 		break;
 	case OP_CALL_INT:
-		TVMFFI_OPS_CALLS(1, (arg.type_index = kTVMFFIInt, arg.v_int64 = (int64_t)i), 1);
+		err = tvmffi_ops_call_int(call, a->f[1], dl, n);
 		break;
 	case OP_CALL_DLT:
-		TVMFFI_OPS_CALLS(2, (arg.type_index = kTVMFFIDLTensorPtr, arg.v_ptr = dl), 1);
+		err = tvmffi_ops_call_dlt(call, a->f[2], dl, n);
 		break;
 	case OP_LOOKUP:
 		for (i = 0; i < n; i++) {

@@ -12,6 +12,7 @@
 
 #include <linux/dma-buf.h>
 #include <linux/fs.h>
+#include <linux/hrtimer.h>
 #include <linux/mm.h>
 
 /* <linux/io_uring/cmd.h> split out of <linux/io_uring.h> in 6.7. */
@@ -191,6 +192,19 @@ static inline bool tio_file_get_live(struct file *file)
 	return get_file_active(&file);
 #else
 	return get_file_rcu(file);
+#endif
+}
+
+/* hrtimer_setup() sets the callback with the rest (6.13). */
+static inline void tio_hrtimer_setup(struct hrtimer *timer,
+				     enum hrtimer_restart (*fn)(struct hrtimer *),
+				     clockid_t clock, enum hrtimer_mode mode)
+{
+#ifdef TIO_HAVE_HRTIMER_SETUP
+	hrtimer_setup(timer, fn, clock, mode);
+#else
+	hrtimer_init(timer, clock, mode);
+	timer->function = fn;
 #endif
 }
 

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The hot commands' dispatch, inlined where records are run in batches
- * (the command ring): a record whose number is exactly the kernel's for
- * one of a few frequent commands is checked with constants and its
- * handler called directly, not through the table's function pointer
- * (an indirect call is a retpoline thunk on mitigated machines). Every
- * other record, and every hot record that fails a check, takes the table
- * path, tio_record_run_copy(), which gives the same results: the fast
- * path only skips work whose outcome the exact number already decides.
+ * Dispatch: what the driver knows of each command (the rows of
+ * tio_cmds.h) and the direct dispatch of the hot ones. A caller's number
+ * that is exactly the kernel's for a HOT command (or, from user memory, a
+ * BATCH one) is checked with constants and its handler called directly,
+ * not through the table's function pointer (an indirect call is a
+ * retpoline thunk on mitigated machines). TIO_HOT_USER and TIO_HOT_RECORD
+ * are that one dispatch, generated from the rows, for its two users:
+ * tio_cmd_user() (ioctl() and uring pointer commands: the payload moved as
+ * words from user memory, tio_ioctl.c) and tio_record_run_fast() (the
+ * command ring and inline SQEs: records in the kernel's own copy). Every
+ * other command, and every hot record that fails a check, takes the table
+ * path, which gives the same results: the direct path only skips work
+ * whose outcome the exact number already decides.
  */
 #ifndef _TIO_DISPATCH_H
 #define _TIO_DISPATCH_H
@@ -19,10 +24,83 @@
 #include "tio_trace.h"
 
 /*
- * The table's size: RING_ENTER's number plus one (a literal: the _IOWR()
- * numbers are not constant expressions in the kernel; tio_ioctl.c checks).
+ * What a handler may do to the thread that issues it, for io_uring's
+ * IO_URING_F_NONBLOCK issue, where nothing may sleep for long:
+ * @TIO_NB_INLINE: GFP_KERNEL allocations and short locks (a buffer's
+ *	mutex, a dma_resv lock, the file table), as io_uring's own issue
+ *	paths allow: no waiting for I/O or for other parties; runs inline.
+ *	BUF_ALLOC is CPU work (allocate and zero, bounded by max_buf_size,
+ *	fatal signals checked).
+ * @TIO_NB_PUNT: may wait for I/O or another driver (faulting user pages
+ *	in, an exporter's attach and map): -EAGAIN, so that io_uring retries
+ *	it from io-wq.
+ * @TIO_NB_WAIT: waits for fences for up to its timeout (counted in
+ *	nr_waits): a uring command parks (tio_uring.c), a record with a
+ *	non-zero timeout makes its SUBMIT or ring enter punt.
+ */
+enum tio_nb {
+	TIO_NB_INLINE,
+	TIO_NB_PUNT,
+	TIO_NB_WAIT,
+};
+
+/*
+ * How a command is dispatched:
+ * @TIO_KIND_TABLE: through the table (tio_ops[]), its handler called by
+ *	pointer.
+ * @TIO_KIND_HOT: a frequent command, dispatched directly (TIO_HOT_USER,
+ *	TIO_HOT_RECORD); TIO_NB_INLINE, its structure whole words.
+ * @TIO_KIND_BATCH: carries records (SUBMIT, RING_ENTER): dispatched
+ *	directly from user memory as a hot command is, its fixed cost being
+ *	spread over its records, and never itself a record; TIO_NB_INLINE (it
+ *	decides about a non-blocking issue itself).
+ */
+enum tio_kind {
+	TIO_KIND_TABLE,
+	TIO_KIND_HOT,
+	TIO_KIND_BATCH,
+};
+
+/*
+ * The table's size: the largest command number plus one (a literal: the
+ * _IOWR() numbers are not constant expressions in the kernel; tio_ioctl.c
+ * checks it against the rows).
  */
 #define TIO_NR_OPS	0x23
+
+/*
+ * TIO_DIRECT(X, path, NAME, fn, kind) - X(NAME, fn) for a row of
+ * tio_cmds.h whose command is dispatched directly on @path, nothing for
+ * any other: on USER (a payload in user memory) the HOT and BATCH
+ * commands, on RECORD (a record in a kernel copy) the HOT ones.
+ */
+#define TIO_DIRECT(X, path, _name, _fn, _kind)				\
+	TIO_DIRECT_##path##_##_kind(X, _name, _fn)
+#define TIO_DIRECT_USER_TABLE(X, _name, _fn)
+#define TIO_DIRECT_USER_HOT(X, _name, _fn)	X(_name, _fn)
+#define TIO_DIRECT_USER_BATCH(X, _name, _fn)	X(_name, _fn)
+#define TIO_DIRECT_RECORD_TABLE(X, _name, _fn)
+#define TIO_DIRECT_RECORD_HOT(X, _name, _fn)	X(_name, _fn)
+#define TIO_DIRECT_RECORD_BATCH(X, _name, _fn)
+
+/*
+ * The one dispatch of the hot commands: as TIO_CMD, TIO_HOT_USER or
+ * TIO_HOT_RECORD makes tio_cmds.h the cases of a switch on a caller's
+ * number, one for each command dispatched directly on that path. A case
+ * returns TIO_HOT_RUN(number, fn): the includer's macro, given the
+ * command's number and its handler's name without the tio_cmd_ prefix,
+ * both constants. Every other number leaves the switch.
+ */
+#define TIO_HOT_USER(_name, _fn, _type, _nb, _kind)			\
+	TIO_DIRECT(TIO_HOT_CASE, USER, _name, _fn, _kind)
+#define TIO_HOT_RECORD(_name, _fn, _type, _nb, _kind)			\
+	TIO_DIRECT(TIO_HOT_CASE, RECORD, _name, _fn, _kind)
+/* A block of its own: one statement, whatever the includer does next. */
+#define TIO_HOT_CASE(_name, _fn)					\
+	{								\
+	case TIO_IOC_##_name:						\
+		return TIO_HOT_RUN(TIO_IOC_##_name, _fn);		\
+	}
 
 /*
  * Per-command statistics, per CPU so that the hot path only touches
@@ -51,7 +129,7 @@ static __always_inline u64 tio_info_features(void)
 {
 	u64 features = TIO_FEAT_BUFFERS | TIO_FEAT_PIN_USER | TIO_FEAT_DMABUF |
 		       TIO_FEAT_SUBMIT | TIO_FEAT_STREAMS | TIO_FEAT_SYNC_FILE |
-		       TIO_FEAT_DMA_RESV | TIO_FEAT_RING;
+		       TIO_FEAT_DMA_RESV | TIO_FEAT_RING | TIO_FEAT_DOORBELL;
 
 	if (IS_ENABLED(CONFIG_IO_URING))
 		features |= TIO_FEAT_URING_CMD | TIO_FEAT_ASYNC_WAIT;
@@ -140,9 +218,9 @@ static __always_inline bool tio_tail_zero(const struct tio_cmd *rec,
 }
 
 /*
- * One hot command, @cmd a constant: its handler @fn must be TIO_NB_INLINE
- * (no wait accounting) and its structure whole words. Handler timing
- * (debugfs tensorio/timing) is the table path's.
+ * One hot record, @cmd a constant: its handler @fn is TIO_NB_INLINE (no
+ * wait accounting) and its structure whole words. Handler timing (debugfs
+ * tensorio/timing) is the table path's.
  */
 static __always_inline int
 tio_record_hot(struct tio_file *tf, struct tio_cmd *rec, struct tio_call *call,
@@ -173,19 +251,18 @@ tio_record_hot(struct tio_file *tf, struct tio_cmd *rec, struct tio_call *call,
 	return ret;
 }
 
-/* The commands tio_record_run_fast() runs directly: all TIO_NB_INLINE. */
-static __always_inline bool tio_cmd_hot(unsigned int cmd)
+/* A record the direct dispatch runs: never one that may block. */
+static __always_inline bool tio_record_direct(unsigned int cmd)
 {
+#define TIO_HOT_RUN(cmd, fn) true
 	switch (cmd) {
-	case TIO_IOC_INFO:
-	case TIO_IOC_BUF_ALLOC:
-	case TIO_IOC_BUF_FREE:
-	case TIO_IOC_FENCE_EMIT:
-	case TIO_IOC_FENCE_SIGNAL:
-		return true;
+#define TIO_CMD TIO_HOT_RECORD
+#include "tio_cmds.h"
 	default:
-		return false;
+		break;
 	}
+#undef TIO_HOT_RUN
+	return false;
 }
 
 /**
@@ -204,25 +281,16 @@ static __always_inline int tio_record_run_fast(struct tio_file *tf,
 					       struct tio_call *call,
 					       unsigned int *out)
 {
+#define TIO_HOT_RUN(cmd, fn)						\
+	tio_record_hot(tf, rec, call, out, cmd, tio_cmd_##fn)
 	switch (rec->op) {
-	case TIO_IOC_INFO:
-		return tio_record_hot(tf, rec, call, out, TIO_IOC_INFO,
-				      tio_cmd_info);
-	case TIO_IOC_BUF_ALLOC:
-		return tio_record_hot(tf, rec, call, out, TIO_IOC_BUF_ALLOC,
-				      tio_cmd_buf_alloc);
-	case TIO_IOC_BUF_FREE:
-		return tio_record_hot(tf, rec, call, out, TIO_IOC_BUF_FREE,
-				      tio_cmd_buf_free);
-	case TIO_IOC_FENCE_EMIT:
-		return tio_record_hot(tf, rec, call, out, TIO_IOC_FENCE_EMIT,
-				      tio_cmd_fence_emit);
-	case TIO_IOC_FENCE_SIGNAL:
-		return tio_record_hot(tf, rec, call, out, TIO_IOC_FENCE_SIGNAL,
-				      tio_cmd_fence_signal);
+#define TIO_CMD TIO_HOT_RECORD
+#include "tio_cmds.h"
 	default:
-		return tio_record_run_slow(tf, rec, call, out);
+		break;
 	}
+#undef TIO_HOT_RUN
+	return tio_record_run_slow(tf, rec, call, out);
 }
 
 /*

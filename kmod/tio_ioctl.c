@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Command dispatch: one table serves ioctl(), io_uring commands and the
- * records of TIO_IOC_SUBMIT, so every path runs the same handlers through
- * tio_dispatch(), which also keeps the per-command statistics and fires
- * the command tracepoints.
+ * Command dispatch: one table, generated from the rows of tio_cmds.h,
+ * serves ioctl(), io_uring commands and the records of TIO_IOC_SUBMIT, so
+ * every path runs the same handlers through tio_dispatch(), which also
+ * keeps the per-command statistics and fires the command tracepoints; the
+ * hot commands take the direct dispatch of tio_dispatch.h, with the same
+ * statistics and tracepoints.
  */
 #include <linux/err.h>
 #include <linux/fs.h>
@@ -21,101 +23,55 @@
 #include "tio_priv.h"
 #include "tio_trace.h"
 
-/*
- * What a handler may do to the thread that issues it, for io_uring's
- * IO_URING_F_NONBLOCK issue, where nothing may sleep for long:
- * @TIO_NB_INLINE: GFP_KERNEL allocations and short locks (a buffer's
- *	mutex, a dma_resv lock, the file table), as io_uring's own issue
- *	paths allow: no waiting for I/O or for other parties; runs inline.
- *	BUF_ALLOC is CPU work (allocate and zero, bounded by max_buf_size,
- *	fatal signals checked).
- * @TIO_NB_PUNT: may wait for I/O or another driver (faulting user pages
- *	in, an exporter's attach and map): -EAGAIN, so that io_uring retries
- *	it from io-wq.
- * @TIO_NB_WAIT: waits for fences for up to its timeout (counted in
- *	nr_waits): a uring command parks (tio_uring.c), a SUBMIT record
- *	with a non-zero timeout makes its SUBMIT punt.
- */
-enum tio_nb {
-	TIO_NB_INLINE,
-	TIO_NB_PUNT,
-	TIO_NB_WAIT,
-};
-
 /**
  * struct tio_op - one command
  * @cmd: its ioctl number; _IOC_NR(@cmd) indexes the table
  * @fn: the handler, on a kernel copy of the payload, for a call
  * @name: for debugfs
  * @nb: enum tio_nb
+ * @kind: enum tio_kind
  */
 struct tio_op {
 	unsigned int cmd;
 	int (*fn)(struct tio_file *tf, void *data, struct tio_call *call);
 	const char *name;
 	u8 nb;
+	u8 kind;
 };
-
-static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call);
 
 /* Commands a record (SUBMIT's or the ring's) may not carry. */
 static bool tio_op_nested(const struct tio_op *op)
 {
-	return op->fn == tio_cmd_submit || op->fn == tio_cmd_ring_enter;
+	return op->kind == TIO_KIND_BATCH;
 }
 
-#define TIO_OP(_name, _fn, _nb)					\
-	[_IOC_NR(TIO_IOC_##_name)] = {					\
-		.cmd = TIO_IOC_##_name, .fn = _fn, .name = #_name,	\
-		.nb = TIO_NB_##_nb,					\
-	}
+/*
+ * Zero, or a build error where a row of tio_cmds.h disagrees with the
+ * uapi (its payload struct is not the number's size, or does not fit a
+ * record) or with its kind (a directly dispatched command that may sleep).
+ */
+#define TIO_CMD_CHECK(_name, type, _nb, _kind)				\
+	BUILD_BUG_ON_ZERO(sizeof(struct type) != _IOC_SIZE(TIO_IOC_##_name) || \
+			  sizeof(struct type) > TIO_CMD_PAYLOAD ||	\
+			  (TIO_KIND_##_kind != TIO_KIND_TABLE &&	\
+			   TIO_NB_##_nb != TIO_NB_INLINE))
 
 static const struct tio_op tio_ops[] = {
-	TIO_OP(INFO, tio_cmd_info, INLINE),
-	TIO_OP(BUF_ALLOC, tio_cmd_buf_alloc, INLINE),
-	TIO_OP(BUF_PIN_USER, tio_cmd_buf_pin_user, PUNT),
-	TIO_OP(BUF_FREE, tio_cmd_buf_free, INLINE),
-	TIO_OP(BUF_INFO, tio_cmd_buf_info, INLINE),
-	TIO_OP(BUF_SET_DESC, tio_cmd_buf_set_desc, INLINE),
-	TIO_OP(BUF_EXPORT, tio_cmd_buf_export, INLINE),
-	TIO_OP(BUF_IMPORT, tio_cmd_buf_import, PUNT),
-	TIO_OP(BUF_ATTACH_FENCE, tio_cmd_buf_attach_fence, INLINE),
-	TIO_OP(BUF_WAIT, tio_cmd_buf_wait, WAIT),
-	TIO_OP(STREAM_CREATE, tio_cmd_stream_create, INLINE),
-	TIO_OP(STREAM_DESTROY, tio_cmd_stream_destroy, INLINE),
-	TIO_OP(FENCE_EMIT, tio_cmd_fence_emit, INLINE),
-	TIO_OP(FENCE_SIGNAL, tio_cmd_fence_signal, INLINE),
-	TIO_OP(FENCE_WAIT, tio_cmd_fence_wait, WAIT),
-	TIO_OP(FENCE_EXPORT, tio_cmd_fence_export, INLINE),
-	TIO_OP(FENCE_IMPORT, tio_cmd_fence_import, INLINE),
-	TIO_OP(SUBMIT, tio_cmd_submit, INLINE),
-	TIO_OP(RING_SETUP, tio_cmd_ring_setup, INLINE),
-	TIO_OP(RING_ENTER, tio_cmd_ring_enter, INLINE),
+#define TIO_CMD(_name, _fn, _type, _nb, _kind)				\
+	[_IOC_NR(TIO_IOC_##_name)] = {					\
+		.cmd = TIO_IOC_##_name +				\
+		       TIO_CMD_CHECK(_name, _type, _nb, _kind),		\
+		.fn = tio_cmd_##_fn,					\
+		.name = #_name,						\
+		.nb = TIO_NB_##_nb,					\
+		.kind = TIO_KIND_##_kind,				\
+	},
+#include "tio_cmds.h"
 };
 
+/* TIO_NR_OPS is the largest number of the rows plus one. */
 static_assert(ARRAY_SIZE(tio_ops) == TIO_NR_OPS);
 
-/* RING_ENTER is the last command: TIO_NR_OPS is its number plus one. */
-static_assert(_IOC_NR(TIO_IOC_RING_ENTER) + 1 == TIO_NR_OPS);
-
-/* Every payload fits a command record. */
-static_assert(sizeof(struct tio_info) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_buf_alloc) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_buf_pin) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_buf_export) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_buf_import) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_buf_info) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_buf_desc) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_handle_op) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_stream_create) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_fence_emit) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_fence_signal) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_fence_wait) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_fence_export) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_fence_import) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_buf_attach) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_buf_wait) <= TIO_CMD_PAYLOAD);
-static_assert(sizeof(struct tio_submit) <= TIO_CMD_PAYLOAD);
 static_assert(sizeof(struct tio_cmd) == 64);
 static_assert(sizeof(struct tio_uring_inline) == 64);	/* in 80 bytes */
 
@@ -365,7 +321,7 @@ int tio_record_run_copy(struct tio_file *tf, struct tio_cmd *rec,
  * that may sleep for long) or could not be written back (records ran; the
  * fds they exported are given back, see tio_fd.c).
  */
-static int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call)
+int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_submit *s = data;
 	struct tio_cmd __user *ucmds = u64_to_user_ptr(s->cmds_ptr);
@@ -544,8 +500,9 @@ tio_user_hot(struct tio_file *tf, void __user *uptr, bool nonblock,
 }
 
 /*
- * One function per hot command, out of line: tio_cmd_user() stays a few
- * compares and a tail call, for them and for every other command.
+ * One function per directly dispatched command, out of line:
+ * tio_cmd_user() stays a few compares and a tail call, for them and for
+ * every other command.
  */
 #define TIO_USER_HOT(_name, _fn)					\
 static noinline long tio_user_##_fn(struct tio_file *tf, void __user *uptr, \
@@ -555,14 +512,9 @@ static noinline long tio_user_##_fn(struct tio_file *tf, void __user *uptr, \
 			    tio_cmd_##_fn);				\
 }
 
-TIO_USER_HOT(INFO, info)
-TIO_USER_HOT(BUF_ALLOC, buf_alloc)
-TIO_USER_HOT(BUF_FREE, buf_free)
-TIO_USER_HOT(FENCE_EMIT, fence_emit)
-TIO_USER_HOT(FENCE_SIGNAL, fence_signal)
-/* The batch entries: their fixed cost is spread over their records. */
-TIO_USER_HOT(SUBMIT, submit)
-TIO_USER_HOT(RING_ENTER, ring_enter)
+#define TIO_CMD(_name, _fn, _type, _nb, _kind)				\
+	TIO_DIRECT(TIO_USER_HOT, USER, _name, _fn, _kind)
+#include "tio_cmds.h"
 
 /**
  * tio_cmd_user() - run one command whose payload is in user memory
@@ -573,9 +525,9 @@ TIO_USER_HOT(RING_ENTER, ring_enter)
  *	      sleep for long is not run (enum tio_nb)
  *
  * The ioctl() form, also used by io_uring commands that complete inline:
- * the hot commands and the two batch entries (SUBMIT, RING_ENTER) at
- * their kernel's number directly (tio_user_hot()), everything else
- * through the table (tio_cmd_user_table()).
+ * the hot and batch commands at their kernel's number directly
+ * (TIO_HOT_USER, tio_user_hot()), everything else through the table
+ * (tio_cmd_user_table()).
  *
  * Return: the handler's result; -ENOTTY for an unknown command, -EFAULT
  * when the payload cannot be copied, -E2BIG for a longer structure with
@@ -585,24 +537,15 @@ TIO_USER_HOT(RING_ENTER, ring_enter)
 long tio_cmd_user(struct tio_file *tf, unsigned int cmd, void __user *uptr,
 		  bool nonblock)
 {
+#define TIO_HOT_RUN(cmd, fn) tio_user_##fn(tf, uptr, nonblock)
 	switch (cmd) {
-	case TIO_IOC_INFO:
-		return tio_user_info(tf, uptr, nonblock);
-	case TIO_IOC_BUF_ALLOC:
-		return tio_user_buf_alloc(tf, uptr, nonblock);
-	case TIO_IOC_BUF_FREE:
-		return tio_user_buf_free(tf, uptr, nonblock);
-	case TIO_IOC_FENCE_EMIT:
-		return tio_user_fence_emit(tf, uptr, nonblock);
-	case TIO_IOC_FENCE_SIGNAL:
-		return tio_user_fence_signal(tf, uptr, nonblock);
-	case TIO_IOC_SUBMIT:
-		return tio_user_submit(tf, uptr, nonblock);
-	case TIO_IOC_RING_ENTER:
-		return tio_user_ring_enter(tf, uptr, nonblock);
+#define TIO_CMD TIO_HOT_USER
+#include "tio_cmds.h"
 	default:
-		return tio_cmd_user_table(tf, cmd, uptr, nonblock);
+		break;
 	}
+#undef TIO_HOT_RUN
+	return tio_cmd_user_table(tf, cmd, uptr, nonblock);
 }
 
 /**

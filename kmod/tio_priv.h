@@ -199,6 +199,7 @@ struct tio_payload {
 struct tio_call;
 
 /* tio_ioctl.c */
+int tio_cmd_submit(struct tio_file *tf, void *data, struct tio_call *call);
 int tio_record_run(struct tio_file *tf, struct tio_cmd *rec,
 		   struct tio_payload *buf, struct tio_call *call);
 int tio_record_run_copy(struct tio_file *tf, struct tio_cmd *rec,

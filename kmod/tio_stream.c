@@ -51,20 +51,30 @@ static void tio_stream_release(struct tio_obj *obj)
 }
 
 /*
- * The seqno page: exactly one page at offset 0, read-only for good
- * (VM_MAYWRITE cleared, so mprotect() cannot make it writable either).
+ * Two pages, mapped one at a time. Offset 0, the seqno page: read-only
+ * for good (VM_MAYWRITE cleared, so mprotect() cannot make it writable
+ * either). Page 1, the doorbell of a stream that has one: read-write and
+ * shared only, so that every write reaches the page the driver reads (a
+ * private mapping would copy it on write).
  */
 static int tio_stream_mmap(struct tio_obj *obj, struct vm_area_struct *vma)
 {
 	struct tio_stream *s = container_of(obj, struct tio_stream, obj);
+	struct page *page = s->tl->page;
 
-	if (vma->vm_pgoff || vma->vm_end - vma->vm_start != PAGE_SIZE)
+	if (vma->vm_pgoff > 1 || vma->vm_end - vma->vm_start != PAGE_SIZE)
 		return -EINVAL;
-	if (vma->vm_flags & VM_WRITE)
-		return -EPERM;
-	tio_vm_flags_clear(vma, VM_MAYWRITE);
+	if (vma->vm_pgoff) {
+		page = s->tl->bell_page;
+		if (!page || !(vma->vm_flags & VM_SHARED))
+			return -EINVAL;
+	} else {
+		if (vma->vm_flags & VM_WRITE)
+			return -EPERM;
+		tio_vm_flags_clear(vma, VM_MAYWRITE);
+	}
 	tio_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-	return vm_insert_page(vma, vma->vm_start, s->tl->page);
+	return vm_insert_page(vma, vma->vm_start, page);
 }
 
 /* debugfs files/PID.N/objects: the timeline's fence state. */
@@ -87,21 +97,27 @@ static const struct tio_obj_ops tio_stream_ops = {
  * @data: kernel copy of the struct tio_stream_create payload
  * @call: the call
  *
+ * With TIO_STREAM_F_DOORBELL the stream gets a doorbell page
+ * (tio_doorbell.c), mapped at @doorbell_offset: the seqno page's offset
+ * plus one page.
+ *
  * Return: 0, -EINVAL (flags, pad, a bound above the module's), -ENOMEM or -EBUSY.
  */
 int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_call *call)
 {
 	struct tio_stream_create *args = data;
 	u32 bound = READ_ONCE(tio_fence_timeout_ms);
+	bool doorbell = args->flags & TIO_STREAM_F_DOORBELL;
 	struct tio_stream *s;
 	int ret;
 
-	if (args->flags || args->pad || args->fence_timeout_ms > bound)
+	if ((args->flags & ~TIO_STREAM_F_DOORBELL) || args->pad ||
+	    args->fence_timeout_ms > bound)
 		return -EINVAL;
 	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return -ENOMEM;
-	s->tl = tio_timeline_create(args->fence_timeout_ms ?: bound);
+	s->tl = tio_timeline_create(args->fence_timeout_ms ?: bound, doorbell);
 	if (!s->tl) {
 		ret = -ENOMEM;
 		goto err_free;
@@ -114,6 +130,7 @@ int tio_cmd_stream_create(struct tio_file *tf, void *data, struct tio_call *call
 	args->handle = s->obj.handle;
 	args->seqno_offset = tio_obj_mmap_offset(&s->obj);
 	args->fence_timeout_ms = s->tl->timeout_ms;
+	args->doorbell_offset = doorbell ? args->seqno_offset + PAGE_SIZE : 0;
 	return 0;
 
 err_tl:

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Timelines and their fences: dma_fence timelines with a 64-bit seqno and
- * a read-only seqno page. Points signal strictly in seqno order: a point
- * completes when FENCE_SIGNAL reaches it (or, for an imported point, when
- * its dependency signals), or expires when it was seen outside the file
- * and missed its deadline, and signals once every earlier point has
- * signalled. Cancelling the timeline (its stream is gone) ends every
- * unsignalled point with -ECANCELED, so no waiter or sync_file holder
- * ever hangs. Also the fence wait helper shared by the wait commands.
- * Locking: see tio_timeline.h.
+ * Timelines: dma_fence timelines with a 64-bit seqno and a read-only
+ * seqno page. Points signal strictly in seqno order: a point completes
+ * when FENCE_SIGNAL reaches it (or, for an imported point, when its
+ * dependency signals: tio_fence.c), or expires when it was seen outside
+ * the file and missed its deadline (tio_deadline.c), and signals once
+ * every earlier point has signalled. Cancelling the timeline (its stream
+ * is gone) ends every unsignalled point with -ECANCELED, so no waiter or
+ * sync_file holder ever hangs. Locking: see tio_timeline.h.
  *
  * Fences on demand: emitting a point only advances @emitted, and
  * signalling points nobody holds a fence of only advances @completed,
@@ -20,7 +19,7 @@
  * at most @completed, and its error is that of the span that covers it
  * (none: it completed cleanly). A fence asked for after its point
  * signalled is a new, already signalled fence with the point's seqno and
- * error, as it always was for points that retired cleanly.
+ * error.
  *
  * Fences are not recycled: a dma_fence is freed by dma_fence_free() after
  * an RCU grace period and may be read under RCU (dma_resv, sync_file)
@@ -32,76 +31,13 @@
 #include <linux/dma-fence.h>
 #include <linux/err.h>
 #include <linux/gfp.h>
-#include <linux/irq_work.h>
-#include <linux/jiffies.h>
 #include <linux/mm.h>
-#include <linux/module.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
-#include <linux/timekeeping.h>
 
 #include "tio_priv.h"
 #include "tio_timeline.h"
-#include "tio_trace.h"
-
-/**
- * struct tio_fence - one point of a timeline
- * @base: the dma_fence; base.lock is &@tl->lock
- * @tl: the timeline, referenced
- * @link: in @tl->pending or @tl->errored (under lock)
- * @status: 0 or the error the point signals with, once @ready (under lock)
- * @ready: completed; signals once every earlier point has (under lock)
- * @imported: completes when @dep signals (FENCE_IMPORT)
- * @visible: seen outside the file: expires at @deadline (under lock)
- * @deadline: jiffies by which it must have signalled, once @visible
- * @dep: the imported fence, referenced until this fence is released
- * @cb: callback on @dep
- * @work: completes the point outside @dep's lock
- */
-struct tio_fence {
-	struct dma_fence base;
-	struct tio_timeline *tl;
-	struct list_head link;
-	int status;
-	bool ready;
-	bool imported;
-	bool visible;
-	unsigned long deadline;
-	struct dma_fence *dep;
-	struct dma_fence_cb cb;
-	struct irq_work work;
-};
-
-/* Points that expired, module-wide (debugfs stats). */
-atomic64_t tio_fences_expired = ATOMIC64_INIT(0);
-
-static const char *tio_fence_driver_name(struct dma_fence *fence)
-{
-	return TIO_DRV_NAME;
-}
-
-static const char *tio_fence_timeline_name(struct dma_fence *fence)
-{
-	return container_of(fence, struct tio_fence, base)->tl->name;
-}
-
-/**
- * struct tio_span - a run of points that completed with one error
- * @link: in tio_timeline.spans, in seqno order
- * @first: the first point
- * @last: the last point
- * @error: the negative errno they signal with
- *
- * Imported points inside a span keep their own status: their fences stay
- * in tio_timeline.errored once signalled (tio_timeline_advance()).
- */
-struct tio_span {
-	struct list_head link;
-	u64 first;
-	u64 last;
-	int error;
-};
 
 /* The error a point without a fence completed with (0: none). Under lock. */
 static int tio_span_error(struct tio_timeline *tl, u64 seqno)
@@ -118,32 +54,6 @@ static int tio_span_error(struct tio_timeline *tl, u64 seqno)
 	return 0;
 }
 
-/*
- * Record that the points @first..@last completed with @error, using @sp
- * unless the last span can grow instead. Spans are added in seqno order:
- * @first is always the point after @tl->completed. Return: true when @sp
- * was used. Under lock.
- */
-static bool tio_span_add(struct tio_timeline *tl, struct tio_span *sp,
-			 u64 first, u64 last, int error)
-{
-	struct tio_span *tail;
-
-	lockdep_assert_held(&tl->lock);
-	if (!list_empty(&tl->spans)) {
-		tail = list_last_entry(&tl->spans, struct tio_span, link);
-		if (tail->error == error && tail->last + 1 == first) {
-			tail->last = last;
-			return false;
-		}
-	}
-	sp->first = first;
-	sp->last = last;
-	sp->error = error;
-	list_add_tail(&sp->link, &tl->spans);
-	return true;
-}
-
 static void tio_timeline_free(struct kref *ref)
 {
 	struct tio_timeline *tl = container_of(ref, struct tio_timeline, ref);
@@ -154,6 +64,7 @@ static void tio_timeline_free(struct kref *ref)
 
 	/* Userspace mappings hold their own page references. */
 	put_page(tl->page);
+	tio_doorbell_free(tl);
 	/* RCU readers of a fence may still look at its lock. */
 	kfree_rcu(tl, rcu);
 }
@@ -167,85 +78,19 @@ void tio_timeline_put(struct tio_timeline *tl)
 	kref_put(&tl->ref, tio_timeline_free);
 }
 
-static void tio_fence_release(struct dma_fence *fence)
-{
-	struct tio_fence *f = container_of(fence, struct tio_fence, base);
-
-	if (f->dep)
-		dma_fence_put(f->dep);
-	tio_timeline_put(f->tl);
-	dma_fence_free(fence);
-	/* Last: the ops of this fence live in this module. */
-	module_put(THIS_MODULE);
-}
-
-static const struct dma_fence_ops tio_fence_ops = {
-	.use_64bit_seqno = true,
-	.get_driver_name = tio_fence_driver_name,
-	.get_timeline_name = tio_fence_timeline_name,
-	.release = tio_fence_release,
-};
-
-/*
- * tio_fence_alloc() - allocate a point of @tl, not yet initialised
- * @tl: the timeline; the point takes a reference
+/**
+ * tio_timeline_advance() - signal every point that can
+ * @tl: the timeline, locked
+ * @retired: signalled fences that carry no error move here, for the
+ *	     caller to put outside the lock (tio_fence_put_list())
  *
- * Return: the point, or NULL. Finish with tio_fence_init() or undo with
- * tio_fence_free_unused().
+ * The points up to @tl->completed that wait for nothing and the imported
+ * points that completed signal, up to the first point that has not
+ * completed. The seqno word is published (release order) before any
+ * fence signals, so a woken waiter, or anyone who sees the fence
+ * signalled, reads a word at least as new.
  */
-static struct tio_fence *tio_fence_alloc(struct tio_timeline *tl)
-{
-	struct tio_fence *f;
-
-	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
-	if (!f)
-		return NULL;
-	kref_get(&tl->ref);
-	f->tl = tl;
-	INIT_LIST_HEAD(&f->link);
-	INIT_LIST_HEAD(&f->cb.node);
-	/* Callers hold a file (or fence) whose module reference pins us. */
-	__module_get(THIS_MODULE);
-	return f;
-}
-
-/*
- * tio_fence_init() - make an allocated point a fence with one reference
- * @f: from tio_fence_alloc()
- * @seqno: its seqno on its timeline
- *
- * Safe under the timeline lock.
- */
-static void tio_fence_init(struct tio_fence *f, u64 seqno)
-{
-	dma_fence_init(&f->base, &tio_fence_ops, &f->tl->lock, f->tl->context,
-		       seqno);
-}
-
-/*
- * tio_fence_free_unused() - free a point tio_fence_init() never saw
- * @f: from tio_fence_alloc(); its @dep, if any, is put
- */
-static void tio_fence_free_unused(struct tio_fence *f)
-{
-	if (f->dep)
-		dma_fence_put(f->dep);
-	tio_timeline_put(f->tl);
-	kfree(f);
-	module_put(THIS_MODULE);
-}
-
-/*
- * Signal every point that can: the points up to @tl->completed that wait
- * for nothing and the imported points that completed, up to the first
- * point that has not completed. The seqno word is published (release
- * order) before any fence signals, so a woken waiter, or anyone who sees
- * the fence signalled, reads a word at least as new. Signalled fences
- * that carry no error move to @retired for the caller to put outside the
- * lock. Called with @tl->lock held.
- */
-static void tio_timeline_advance(struct tio_timeline *tl,
-				 struct list_head *retired)
+void tio_timeline_advance(struct tio_timeline *tl, struct list_head *retired)
 {
 	struct tio_fence *f, *tmp;
 	u64 last = tl->completed;
@@ -285,56 +130,6 @@ static void tio_timeline_advance(struct tio_timeline *tl,
 	}
 }
 
-static void tio_fence_put_list(struct list_head *list)
-{
-	struct tio_fence *f, *tmp;
-
-	list_for_each_entry_safe(f, tmp, list, link) {
-		list_del_init(&f->link);
-		dma_fence_put(&f->base);
-	}
-}
-
-/*
- * Complete an imported point from its dependency: runs from irq_work (or
- * directly when the dependency had signalled already) and consumes the
- * reference taken for the callback.
- */
-static void tio_fence_dep_done(struct tio_fence *f)
-{
-	struct tio_timeline *tl = f->tl;
-	int status = dma_fence_get_status(f->dep);
-	unsigned long flags;
-	LIST_HEAD(retired);
-
-	spin_lock_irqsave(&tl->lock, flags);
-	if (!tl->dead && !f->ready) {
-		f->ready = true;
-		f->status = status < 0 ? status : 0;
-		tio_timeline_advance(tl, &retired);
-	}
-	spin_unlock_irqrestore(&tl->lock, flags);
-	tio_fence_put_list(&retired);
-	dma_fence_put(&f->base);
-}
-
-static void tio_fence_dep_work(struct irq_work *work)
-{
-	tio_fence_dep_done(container_of(work, struct tio_fence, work));
-}
-
-/* Runs under the dependency's lock, maybe in irq context: defer. */
-static void tio_fence_dep_cb(struct dma_fence *dep, struct dma_fence_cb *cb)
-{
-	struct tio_fence *f = container_of(cb, struct tio_fence, cb);
-
-	irq_work_queue(&f->work);
-}
-
-/*
- * Publish @f as the next point of @tl. Return: 0, or -EOVERFLOW when the
- * seqno space is spent (the caller frees @f).
- */
 /*
  * Hand out the next seqno: lock-free, so that emitting a point takes no
  * lock at all. A caller holds the stream, so the timeline is not being
@@ -358,8 +153,17 @@ static u64 tio_timeline_emitted(struct tio_timeline *tl)
 	return (u64)atomic64_read(&tl->emitted);
 }
 
-static int tio_timeline_add(struct tio_timeline *tl, struct tio_fence *f,
-			    u64 *seqno)
+/**
+ * tio_timeline_add() - publish a fence as the next point
+ * @tl: the timeline
+ * @f: from tio_fence_alloc(); its initial reference becomes the pending
+ *     list's
+ * @seqno: out, its seqno
+ *
+ * Return: 0, or -EOVERFLOW when the seqno space is spent (the caller
+ * frees @f).
+ */
+int tio_timeline_add(struct tio_timeline *tl, struct tio_fence *f, u64 *seqno)
 {
 	unsigned long flags;
 	int ret;
@@ -466,28 +270,6 @@ unlock:
 }
 
 /*
- * Give a point about to be seen outside the file its deadline, and make
- * sure the expiry work runs by then. Deadlines of a timeline are handed
- * out in time order with one bound, so an armed work is never late for a
- * newer one. Called with @tl->lock held.
- */
-static void tio_fence_expose_locked(struct tio_timeline *tl, struct tio_fence *f)
-{
-	unsigned long delay = msecs_to_jiffies(tl->timeout_ms);
-
-	lockdep_assert_held(&tl->lock);
-	if (f->visible || tl->dead)
-		return;
-	f->visible = true;
-	f->deadline = jiffies + delay;
-	if (tl->expire_armed)
-		return;
-	tl->expire_armed = true;
-	kref_get(&tl->ref);	/* the work's, dropped when it stops */
-	queue_delayed_work(system_wq, &tl->expire, delay);
-}
-
-/*
  * The fence of a pending point, made from @nf if it has none yet: it
  * joins @tl->pending in seqno order, completed already when a signal
  * reached it. Return: the fence (not referenced), or NULL when it has
@@ -545,6 +327,9 @@ struct dma_fence *tio_timeline_fence(struct tio_timeline *tl, u64 seqno,
 	unsigned long flags;
 	int error = 0;
 
+	/* A point already rung signals before anyone waits for it. */
+	if (tl->bell)
+		tio_doorbell_ring(tl);
 again:
 	spin_lock_irqsave(&tl->lock, flags);
 	if (!seqno || seqno > tio_timeline_emitted(tl)) {
@@ -590,98 +375,6 @@ again:
 	return &f->base;
 }
 
-/*
- * Expire every point up to the last visible one whose deadline passed:
- * each signals with -ETIMEDOUT (in order, so earlier points go too).
- * Points without a fence get their error from a span: @sp, set to NULL
- * once used (else the caller frees it).
- * Return: the points expired. Called with @tl->lock held.
- */
-static u64 tio_timeline_expire_locked(struct tio_timeline *tl,
-				      struct list_head *retired, u64 *upto,
-				      unsigned long *next,
-				      struct tio_span **sp)
-{
-	unsigned long now = jiffies;
-	u64 n = 0, with_fence = 0;
-	struct tio_fence *f;
-
-	*upto = 0;
-	*next = 0;
-	list_for_each_entry(f, &tl->pending, link) {
-		if (!f->visible)
-			continue;
-		if (time_after_eq(now, f->deadline))
-			*upto = f->base.seqno;
-		else if (!*next)
-			*next = f->deadline;	/* the earliest: handed out in order */
-	}
-	if (!*upto)
-		return 0;
-	list_for_each_entry(f, &tl->pending, link) {
-		if (f->base.seqno > *upto)
-			break;
-		if (f->base.seqno > tl->completed)
-			with_fence++;
-		if (f->ready)
-			continue;
-		f->ready = true;
-		f->status = -ETIMEDOUT;
-		n++;
-	}
-	if (*upto > tl->completed) {
-		/* Points without a fence that had not completed expire too. */
-		n += *upto - tl->completed - with_fence;
-		if (tio_span_add(tl, *sp, tl->completed + 1, *upto, -ETIMEDOUT))
-			*sp = NULL;
-		tl->completed = *upto;
-	}
-	tl->expired_upto = *upto;
-	tl->nr_expired += n;
-	tio_timeline_advance(tl, retired);
-	return n;
-}
-
-/* The expiry work: see tio_fence_expose_locked(). */
-static void tio_timeline_expire(struct work_struct *work)
-{
-	struct tio_timeline *tl = container_of(to_delayed_work(work),
-					       struct tio_timeline, expire);
-	unsigned long flags, next = 0;
-	struct tio_span *sp;
-	bool again = false;
-	LIST_HEAD(retired);
-	u64 n = 0, upto = 0;
-
-	/*
-	 * Expiry must not fail (no fence may stay pending past its bound):
-	 * the span for points without a fence is a small allocation made
-	 * once per expiry run, in process context.
-	 */
-	sp = kmalloc(sizeof(*sp), GFP_KERNEL | __GFP_NOFAIL);
-	spin_lock_irqsave(&tl->lock, flags);
-	tl->expire_armed = false;
-	if (!tl->dead) {
-		n = tio_timeline_expire_locked(tl, &retired, &upto, &next, &sp);
-		if (next) {
-			/* Keeps the reference this run had. */
-			tl->expire_armed = true;
-			again = true;
-			queue_delayed_work(system_wq, &tl->expire,
-					   time_after(next, jiffies) ? next - jiffies : 0);
-		}
-	}
-	spin_unlock_irqrestore(&tl->lock, flags);
-	kfree(sp);
-	tio_fence_put_list(&retired);
-	if (n) {
-		atomic64_add(n, &tio_fences_expired);
-		trace_tio_fence_expire(tl->context, upto, n, tl->timeout_ms);
-	}
-	if (!again)
-		tio_timeline_put(tl);
-}
-
 /**
  * tio_timeline_cancel() - the stream is gone: end every point
  * @tl: the timeline; no other user of it runs (the stream had no
@@ -710,6 +403,8 @@ void tio_timeline_cancel(struct tio_timeline *tl)
 	 */
 	if (cancel_delayed_work_sync(&tl->expire))
 		tio_timeline_put(tl);
+	/* Nothing arms the doorbell's poll once @dead is set either. */
+	tio_doorbell_stop(tl);
 
 	/*
 	 * Unhook dependency callbacks outside our lock: a dependency may be a
@@ -744,10 +439,11 @@ void tio_timeline_cancel(struct tio_timeline *tl)
 /**
  * tio_timeline_create() - a new timeline with one reference
  * @timeout_ms: the bound on points seen outside the file
+ * @doorbell: give it a doorbell page (tio_doorbell.c)
  *
  * Return: the timeline, or NULL.
  */
-struct tio_timeline *tio_timeline_create(u32 timeout_ms)
+struct tio_timeline *tio_timeline_create(u32 timeout_ms, bool doorbell)
 {
 	struct tio_timeline *tl;
 
@@ -755,9 +451,11 @@ struct tio_timeline *tio_timeline_create(u32 timeout_ms)
 	if (!tl)
 		return NULL;
 	tl->page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
-	if (!tl->page) {
-		kfree(tl);
-		return NULL;
+	if (!tl->page)
+		goto err_free;
+	if (doorbell && tio_doorbell_init(tl)) {
+		put_page(tl->page);
+		goto err_free;
 	}
 	tl->word = page_address(tl->page);
 	kref_init(&tl->ref);
@@ -770,44 +468,10 @@ struct tio_timeline *tio_timeline_create(u32 timeout_ms)
 	INIT_LIST_HEAD(&tl->spans);
 	snprintf(tl->name, sizeof(tl->name), "stream-%d", task_tgid_nr(current));
 	return tl;
-}
 
-/**
- * tio_timeline_import() - add a point that waits for a foreign fence
- * @tl: the timeline
- * @dep: the fence to wait for; its reference is consumed in every case
- * @seqno: out, the new point
- *
- * The point completes with @dep's error when @dep signals, and signals
- * once every earlier point of the timeline has. The caller holds the
- * stream, so the timeline cannot be cancelled meanwhile.
- *
- * Return: 0, -ENOMEM or -EOVERFLOW.
- */
-int tio_timeline_import(struct tio_timeline *tl, struct dma_fence *dep,
-			u64 *seqno)
-{
-	struct tio_fence *f;
-	int ret;
-
-	f = tio_fence_alloc(tl);
-	if (!f) {
-		dma_fence_put(dep);
-		return -ENOMEM;
-	}
-	f->imported = true;
-	f->dep = dep;	/* put by the fence's release from here on */
-	init_irq_work(&f->work, tio_fence_dep_work);
-	ret = tio_timeline_add(tl, f, seqno);
-	if (ret) {
-		tio_fence_free_unused(f);
-		return ret;
-	}
-	/* The callback's reference. */
-	dma_fence_get(&f->base);
-	if (dma_fence_add_callback(dep, &f->cb, tio_fence_dep_cb))
-		tio_fence_dep_done(f);	/* already signalled */
-	return 0;
+err_free:
+	kfree(tl);
+	return NULL;
 }
 
 /**
@@ -819,69 +483,19 @@ void tio_timeline_show(struct tio_timeline *tl, struct seq_file *m)
 {
 	u64 context, emitted, signalled, expired;
 	unsigned long flags;
+	bool polling;
 
 	spin_lock_irqsave(&tl->lock, flags);
 	context = tl->context;
 	emitted = tio_timeline_emitted(tl);
 	signalled = tl->signalled;
 	expired = tl->nr_expired;
+	polling = tl->polling;
 	spin_unlock_irqrestore(&tl->lock, flags);
-	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu timeout_ms=%u expired=%llu\n",
+	seq_printf(m, "stream context=%llu emitted=%llu signalled=%llu pending=%llu timeout_ms=%u expired=%llu",
 		   context, emitted, signalled, emitted - signalled, tl->timeout_ms,
 		   expired);
-}
-
-/**
- * tio_timeout_jiffies() - convert a uapi timeout to a schedule timeout
- * @flags: TIO_WAIT_F_ABSOLUTE or zero
- * @timeout_ns: relative nanoseconds, or CLOCK_MONOTONIC nanoseconds with
- *		TIO_WAIT_F_ABSOLUTE; negative means forever
- *
- * A deadline is rounded up to the next jiffy, so that a wait never ends
- * early.
- *
- * Return: 0 to poll (a zero or elapsed timeout), MAX_SCHEDULE_TIMEOUT, or
- * a jiffies count.
- */
-long tio_timeout_jiffies(u32 flags, s64 timeout_ns)
-{
-	u64 ns, j;
-
-	if (timeout_ns < 0)
-		return MAX_SCHEDULE_TIMEOUT;
-	ns = timeout_ns;
-	if (flags & TIO_WAIT_F_ABSOLUTE) {
-		u64 now = ktime_get_ns();
-
-		ns = ns > now ? ns - now : 0;
-	}
-	if (!ns)
-		return 0;
-	j = nsecs_to_jiffies64(ns) + 1;
-	return min_t(u64, j, MAX_SCHEDULE_TIMEOUT - 1);
-}
-
-/**
- * tio_fence_wait() - wait for a fence with a uapi timeout
- * @fence: the fence
- * @flags: TIO_WAIT_F_ABSOLUTE or zero
- * @timeout_ns: as for tio_timeout_jiffies(); zero only polls
- *
- * Interruptible. The synchronous half of waiting: the io_uring path parks
- * a command with dma_fence_add_callback() on the same fence instead.
- *
- * Return: 0 once @fence has signalled (read its error for the outcome),
- * -ETIME when the timeout passed first, -ERESTARTSYS on a signal.
- */
-int tio_fence_wait(struct dma_fence *fence, u32 flags, s64 timeout_ns)
-{
-	long timeout = tio_timeout_jiffies(flags, timeout_ns);
-	long ret;
-
-	if (!timeout)
-		return dma_fence_is_signaled(fence) ? 0 : -ETIME;
-	ret = dma_fence_wait_timeout(fence, true, timeout);
-	if (ret < 0)
-		return ret;
-	return ret ? 0 : -ETIME;
+	if (tl->bell)
+		seq_printf(m, " doorbell=%llu polling=%d", READ_ONCE(*tl->bell), polling);
+	seq_putc(m, '\n');
 }

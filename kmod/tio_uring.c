@@ -377,8 +377,8 @@ static noinline int tio_uring_inline(struct io_uring_cmd *ioucmd,
 	w[3] = READ_ONCE(src[3]);
 	w[4] = READ_ONCE(src[4]);
 	w[5] = READ_ONCE(src[5]);
-	/* The hot commands never block (tio_record_run_fast()). */
-	if (nonblock && !tio_cmd_hot(rec.op) && tio_record_may_block(&rec))
+	/* Directly dispatched commands never block (TIO_NB_INLINE). */
+	if (nonblock && !tio_record_direct(rec.op) && tio_record_may_block(&rec))
 		return -EAGAIN;
 	tio_call_init(&call, nonblock);
 	ret = tio_record_run_fast(tf, &rec, &call, &out);

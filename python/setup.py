@@ -35,6 +35,14 @@ def version():
     return ".".join(parts)
 
 
+def lib_cflags():
+    """The library's compiler flags (lib/flags.mk, through python/Makefile),
+    less -Werror: a newer compiler's new warning must not fail an install."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", HERE, "print-cflags"],
+                         check=True, capture_output=True, text=True).stdout
+    return [f for f in out.split() if f != "-Werror"]
+
+
 def pkg_config(flag):
     out = subprocess.run(["pkg-config", flag, "tensorio"], check=True,
                          capture_output=True, text=True).stdout
@@ -66,8 +74,7 @@ ext_modules = [Extension(
     "tensorio._tensorio",
     sources=sorted(os.path.relpath(p) for p in glob.glob(os.path.join(HERE, "src", "*.c"))),
     depends=glob.glob(os.path.join(HERE, "src", "*.h")) + [os.path.join(HERE, "accel", "torch_accel.h")],
-    extra_compile_args=["-std=c11", "-D_GNU_SOURCE", "-fvisibility=hidden",
-                        "-I" + os.path.join(HERE, "accel")] +
+    extra_compile_args=lib_cflags() + ["-I" + os.path.join(HERE, "accel")] +
     ext_args.pop("extra_compile_args", []),
     **ext_args)]
 if TORCH_ACCEL:

@@ -16,7 +16,7 @@
 
 static const char *const feature_names[] = {
 	"buffers", "pin-user", "dmabuf", "streams", "sync-file", "dma-resv",
-	"uring-cmd", "submit", "async-wait", "ring",
+	"uring-cmd", "submit", "async-wait", "ring", "doorbell",
 };
 
 static void print_features(unsigned long long f, struct json_object *arr)

@@ -29,6 +29,8 @@ static const struct {
 	{ "wait", cmd_wait, "FD|PID:FD [--timeout MS]", "wait for a sync_file" },
 	{ "load-safetensors", cmd_safetensors, "FILE [--hold]",
 	  "load into one pinned buffer, list tensors" },
+	{ "reshard", cmd_reshard, "SRC DST [--max-shard-size SIZE]",
+	  "load a checkpoint, save it durably as one file or as shards" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))

@@ -69,5 +69,6 @@ int cmd_import(struct tioctl_opts *o, int argc, char **argv);
 int cmd_signal(struct tioctl_opts *o, int argc, char **argv);
 int cmd_wait(struct tioctl_opts *o, int argc, char **argv);
 int cmd_safetensors(struct tioctl_opts *o, int argc, char **argv);
+int cmd_reshard(struct tioctl_opts *o, int argc, char **argv);
 
 #endif /* TIOCTL_H */

@@ -3,7 +3,11 @@
 """The peer of tio-bench's gpu load rows: the safetensors library
 (safetensors.torch.load_file with device="cuda:0") loading the same
 checkpoint, cold (dropped from the page cache first) and warm, in GB/s of
-file bytes. --make writes a Llama-shaped bf16 checkpoint to load."""
+file bytes. --make writes a Llama-shaped bf16 checkpoint to load.
+--serve is tio-bench's side of its load/peer rows: once torch and the GPU
+are up it prints "ready", then answers each line "cold" or "warm" on
+stdin with the seconds of one load ("skip WHY" instead of "ready" when it
+cannot run, "error WHY" for a load that failed)."""
 import argparse
 import json
 import os
@@ -50,23 +54,49 @@ def make(path, layers, hidden, inter, vocab):
     return len(tensors)
 
 
-def measure(path, mode, reps):
+def one_load(path, mode):
+    """Seconds of one load_file(device="cuda:0"), the GPU synchronised."""
     import torch
     from safetensors.torch import load_file
 
+    if mode == "cold":
+        drop(path)
+    else:
+        warm(path)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    d = load_file(path, device="cuda:0")
+    torch.cuda.synchronize()
+    secs = time.perf_counter() - t0
+    del d
+    return secs
+
+
+def serve(path):
+    try:
+        import safetensors  # noqa: F401
+        import torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no GPU")
+        torch.zeros(1, device="cuda:0")
+    except Exception as e:  # noqa: BLE001 (any reason is a reason to skip)
+        print("skip", type(e).__name__, str(e).replace("\n", " ")[:200], flush=True)
+        return 0
+    print("ready", flush=True)
+    for line in sys.stdin:
+        mode = line.strip()
+        if mode not in ("cold", "warm"):
+            break
+        try:
+            print(repr(one_load(path, mode)), flush=True)
+        except Exception as e:  # noqa: BLE001
+            print("error", type(e).__name__, str(e).replace("\n", " ")[:200], flush=True)
+    return 0
+
+
+def measure(path, mode, reps):
     size = os.path.getsize(path)
-    secs = []
-    for _ in range(reps):
-        if mode == "cold":
-            drop(path)
-        else:
-            warm(path)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        d = load_file(path, device="cuda:0")
-        torch.cuda.synchronize()
-        secs.append(time.perf_counter() - t0)
-        del d
+    secs = [one_load(path, mode) for _ in range(reps)]
     med = statistics.median(secs)
     return {"peer": "safetensors.torch.load_file(device=cuda:0)", "mode": mode,
             "bytes": size, "reps": reps, "median_s": med, "min_s": min(secs),
@@ -77,12 +107,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("path")
     ap.add_argument("--make", action="store_true", help="write the checkpoint")
+    ap.add_argument("--serve", action="store_true", help="tio-bench's peer rows")
     ap.add_argument("--layers", type=int, default=10)
     ap.add_argument("--hidden", type=int, default=4096)
     ap.add_argument("--inter", type=int, default=11008)
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--reps", type=int, default=5)
     a = ap.parse_args()
+    if a.serve:
+        return serve(a.path)
     if a.make:
         n = make(a.path, a.layers, a.hidden, a.inter, a.vocab)
         print(json.dumps({"made": a.path, "tensors": n,

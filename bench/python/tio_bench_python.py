@@ -113,6 +113,78 @@ def case(name, fast):
         return torch.load, (pt,), nbytes
     if name == "load/numpy-fromfile":
         return np.fromfile, (raw, np.float32), nbytes
+    if name.startswith("save/"):
+        return _save_case(name, ws, nbytes)
+    raise KeyError(name)
+
+
+def _save_dir():
+    d = tempfile.mkdtemp(prefix="tio-bench-py-save.",
+                         dir=os.environ.get("TIO_BENCH_DIR") or "/var/tmp")
+    _tmp.append(d)
+    return d
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+def _c_save(path, ws):
+    """tio_safetensors_save_opts called through ctypes on the same arrays:
+    the C path, without the package's conversion of the dict."""
+    lib = ctypes.CDLL("libtensorio.so.0")    # the extension's, already loaded
+    f = lib.tio_safetensors_save_opts
+    f.restype = ctypes.c_int
+    f.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                  ctypes.c_void_p]
+    n = len(ws)
+    names = (ctypes.c_char_p * n)(*[k.encode() for k in ws])
+    shapes = [(ctypes.c_int64 * 1)(a.size) for a in ws.values()]
+    ts = (_DLTensor * n)(*[_DLTensor(a.ctypes.data, 1, 0, 1, 2, 32, 1, shapes[i], None, 0)
+                           for i, a in enumerate(ws.values())])
+    ptrs = (ctypes.c_void_p * n)(*[ctypes.addressof(t) for t in ts])
+    _keep.extend((names, shapes, ts, ptrs, f))
+    p = path.encode()
+
+    def save():
+        if f(p, names, ptrs, n, None):
+            raise OSError("tio_safetensors_save_opts failed")
+    return save
+
+
+def _save_case(name, ws, nbytes):
+    import numpy as np
+    d = _save_dir()
+    st = os.path.join(d, "w.safetensors")
+    if name == "save/safetensors":
+        return tensorio.save_safetensors, (st, ws), nbytes
+    if name == "save/c-ctypes":
+        return _c_save(st, ws), (), nbytes
+    if name == "save/numpy-tofile":
+        raw = os.path.join(d, "w.raw")
+        one = np.concatenate(list(ws.values()))
+
+        def tofile():
+            with open(raw, "wb") as f:
+                one.tofile(f)
+                f.flush()
+                os.fsync(f.fileno())
+        return tofile, (), nbytes
+    if name == "save/torch-save":
+        import torch
+        pt = os.path.join(d, "w.pt")
+        tws = {k: torch.from_numpy(v) for k, v in ws.items()}
+
+        def save():
+            with open(pt, "wb") as f:
+                torch.save(tws, f)
+                f.flush()
+                os.fsync(f.fileno())
+        return save, (), nbytes
     raise KeyError(name)
 
 

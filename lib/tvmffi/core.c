@@ -161,14 +161,18 @@ int TVMFFIAnyViewToOwnedAny(const TVMFFIAny *any_view, TVMFFIAny *out)
 	return tio_any_copy((tio_any_t *)out, (const tio_any_t *)any_view);
 }
 
+/* The caller reads the cell: the backtrace is made text first. */
 void TVMFFIErrorMoveFromRaised(TVMFFIObjectHandle *result)
 {
 	tio_object_t *e = tio_error_move_from_raised();
 
-	if (result)
-		*result = e;
-	else
+	if (!result) {
 		tio_object_decref(e);
+		return;
+	}
+	if (e)
+		tio_error_backtrace(e);
+	*result = e;
 }
 
 void TVMFFIErrorSetRaised(TVMFFIObjectHandle error)

@@ -181,8 +181,7 @@ int pt_error_from_python(void)
 	const char *kind, *m = "", *t = "";
 	tio_object_t *err;
 
-	PyErr_Fetch(&type, &value, &tb);
-	PyErr_NormalizeException(&type, &value, &tb);
+	pt_err_fetch(&type, &value, &tb);
 	if (!value)
 		return tio_error_raise("RuntimeError", "Python error without a value");
 	if (tb)

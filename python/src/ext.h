@@ -15,13 +15,31 @@
 
 #include <tensorio/ffi.h>
 
+/*
+ * The pending exception as (type, value, traceback), normalized, and
+ * cleared. Python 3.12 deprecates PyErr_Fetch() for one exception object.
+ */
+static inline void pt_err_fetch(PyObject **type, PyObject **value, PyObject **tb)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+	PyObject *e = PyErr_GetRaisedException();
+
+	*value = e;
+	*type = e ? Py_NewRef((PyObject *)Py_TYPE(e)) : NULL;
+	*tb = e ? PyException_GetTraceback(e) : NULL;
+#else
+	PyErr_Fetch(type, value, tb);
+	PyErr_NormalizeException(type, value, tb);
+#endif
+}
+
 /* Python types (module.c and the files named). */
 extern PyTypeObject pt_object_type;	/* object.c: tensorio.Object */
 extern PyTypeObject pt_function_type;	/* object.c: tensorio.Function */
 extern PyTypeObject pt_module_type;	/* object.c: tensorio.Module */
 extern PyTypeObject pt_tensor_type;	/* tensor.c: tensorio.Tensor */
 extern PyTypeObject pt_buffer_type;	/* buffer.c: tensorio.Buffer */
-extern PyTypeObject pt_stream_type;	/* buffer.c: tensorio.Stream */
+extern PyTypeObject pt_stream_type;	/* stream.c: tensorio.Stream */
 extern PyTypeObject pt_batch_type;	/* batch.c: tensorio.Batch */
 extern PyTypeObject pt_result_type;	/* batch.c: tensorio.BatchResult */
 
@@ -43,6 +61,21 @@ typedef struct {
 } pt_function;
 
 #define PT_OBJ(o) (((pt_object *)(o))->obj)
+
+/* A tensorio.Tensor's DLTensor. */
+static inline DLTensor *pt_dl(PyObject *self)
+{
+	return tio_tensor_dl(PT_OBJ(self));
+}
+
+/* DLPack capsule names (tensor.c exports, dlpack.c imports). */
+#define PT_CAP_LEGACY "dltensor"
+#define PT_CAP_LEGACY_USED "used_dltensor"
+#define PT_CAP_VERSIONED "dltensor_versioned"
+#define PT_CAP_VERSIONED_USED "used_dltensor_versioned"
+
+/* Tensors have at most this many dimensions through the Python API. */
+#define PT_MAX_NDIM 64
 
 /* error.c: errors both ways. */
 PyObject *pt_raise(void);
@@ -81,23 +114,42 @@ extern PyMethodDef pt_object_functions[];
 
 /* tensor.c */
 PyObject *pt_tensor_new(tio_object_t *t);
-int pt_tensor_from_object(PyObject *o, int require_contiguous, tio_object_t **out);
-int pt_tensor_arg(PyObject *o, tio_object_t **out);
 int pt_tensor_types_ready(PyObject *m);
 int pt_dtype_parse(PyObject *o, DLDataType *out);
 PyObject *pt_dtype_str(DLDataType dt);
 int pt_shape_parse(PyObject *o, int64_t *shape, int *ndim, int max);
 extern PyMethodDef pt_tensor_functions[];
 
+/* dlpack.c */
+int pt_tensor_from_object(PyObject *o, int require_contiguous, tio_object_t **out);
+int pt_tensor_arg(PyObject *o, tio_object_t **out);
+extern PyMethodDef pt_dlpack_functions[];
+
 /* buffer.c */
 int pt_buffer_types_ready(PyObject *m);
 extern PyMethodDef pt_buffer_functions[];
+
+/* stream.c */
+int pt_stream_types_ready(PyObject *m);
+
+/* context.c: the backend and its limits */
+extern PyMethodDef pt_context_functions[];
 
 /* batch.c */
 int pt_batch_types_ready(PyObject *m);
 
 /* io.c */
 extern PyMethodDef pt_io_functions[];
+/* A progress callable of a load or save, and what it raised. */
+struct pt_progress {
+	PyObject *func;
+	PyObject *exc[3];	/* type, value, traceback */
+};
+int pt_on_progress(void *arg, uint64_t done, uint64_t total);
+
+/* save.c */
+extern PyMethodDef pt_save_functions[];
+int pt_save_types_ready(PyObject *m);
 
 /* dev.c: the device half of libtensorio, the only file calling it. */
 #include "dev.h"

@@ -62,10 +62,14 @@ PyMODINIT_FUNC PyInit__tensorio(void)
 		return NULL;
 	if (pt_add_functions(m, pt_object_functions) ||
 	    pt_add_functions(m, pt_tensor_functions) ||
+	    pt_add_functions(m, pt_dlpack_functions) ||
 	    pt_add_functions(m, pt_buffer_functions) ||
+	    pt_add_functions(m, pt_context_functions) ||
 	    pt_add_functions(m, pt_io_functions) ||
+	    pt_add_functions(m, pt_save_functions) ||
 	    pt_object_types_ready(m) || pt_tensor_types_ready(m) ||
-	    pt_buffer_types_ready(m) || pt_batch_types_ready(m))
+	    pt_buffer_types_ready(m) || pt_stream_types_ready(m) ||
+	    pt_batch_types_ready(m) || pt_save_types_ready(m))
 		goto fail;
 	/* The tio.* globals; the backend itself opens on first use. */
 	tio_device_register_globals();

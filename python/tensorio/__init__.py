@@ -8,16 +8,18 @@ from ._tensorio import (Batch, BatchResult, Buffer, Function, Module, Object,
                         get_global_func, import_dmabuf, info,
                         list_global_funcs, load_module, remove_global_func,
                         system_lib)
-from ._safetensors import load_safetensors, save_safetensors
+from ._safetensors import (SaveHandle, load_safetensors, save_safetensors,
+                           write_safetensors_index)
 
 __version__ = _tensorio._lib_version()
 
 __all__ = [
-    "Batch", "BatchResult", "Buffer", "Function", "Module", "Object", "Stream",
-    "Tensor", "backend", "empty", "from_dlpack", "get_global_func",
-    "import_dmabuf", "info", "list_global_funcs", "load_module",
-    "load_safetensors", "register_func", "remove_global_func",
-    "save_safetensors", "system_lib", "__version__",
+    "Batch", "BatchResult", "Buffer", "Function", "Module", "Object",
+    "SaveHandle", "Stream", "Tensor", "backend", "empty", "from_dlpack",
+    "get_global_func", "import_dmabuf", "info", "list_global_funcs",
+    "load_module", "load_safetensors", "register_func", "remove_global_func",
+    "save_safetensors", "system_lib", "write_safetensors_index",
+    "__version__",
 ]
 
 

@@ -37,6 +37,20 @@ def test_wait_releases_gil():
     t.join()
 
 
+def test_doorbell():
+    # ring() writes the doorbell as a device would; a waiting thread sees it.
+    s = tensorio.Stream(doorbell=True)
+    a, b = s.emit(), s.emit()
+    s.ring(a)
+    assert s.signalled == a and s.wait(a, timeout=0) == 0
+    t = threading.Thread(target=lambda: (time.sleep(0.05), s.ring(b)))
+    t.start()
+    assert s.wait(b, timeout=30) == 0
+    t.join()
+    with pytest.raises(ValueError, match="no doorbell"):
+        tensorio.Stream().ring(1)
+
+
 @pytest.mark.parametrize("call,exc", [
     (lambda s: s.wait(99), ValueError),
     (lambda s: s.signal(99), ValueError),

@@ -133,7 +133,7 @@ def test_kept_argument_has_its_own_shape(paths):
 
 
 def refused_tensors():
-    """Tensors the accelerator declines (the old path refuses them too)."""
+    """Tensors the accelerator declines (the DLPack path refuses them too)."""
     return [torch.zeros(2, requires_grad=True), torch.zeros(2).to_sparse(),
             torch.quantize_per_tensor(torch.zeros(2), 0.1, 0, torch.qint8),
             torch.tensor([True, False])]    # torch 1.13 exports no bool

@@ -28,7 +28,8 @@ cp -L "$top/build/lib/libtensorio.so.0" "$out/libs/"
 cp -a "$top/python/tests" "$out/tests"
 [ -e "$top/build/tests/lib/fixtures/fixture_module.so" ] &&
 	mkdir -p "$out/fixtures" && cp "$top/build/tests/lib/fixtures/fixture_module.so" \
-		"$top/build/tests/lib/fixtures/fake_hip.so" "$out/fixtures/"
+		"$top/build/tests/lib/fixtures/fake_hip.so" \
+		"$top/build/tests/lib/fixtures/fake_cuda.so" "$out/fixtures/"
 # Shared libraries of every extension module (run.sh copies only those
 # of the top-level programs).
 find "$out" -name '*.so*' -type f | while read -r so; do

@@ -3,9 +3,10 @@
 # tio-bench's command line: baselines on a fresh tree, paths checked before
 # anything runs, faults that name the path, the JSON header (--fast, its
 # sample count, the reference loop), a --fast comparison that judges and
-# scales by the reference loop. TAP output. (No timing is asserted: the
-# comparison logic itself is tested with synthetic samples in
-# test_bench_stats.c.)
+# scales by the reference loop, the cmd suite's recipes, plots, the
+# targets' verdicts and scripts/bench-report.sh on saved runs
+# (fixtures/run/). TAP output. (No timing is asserted: the comparison
+# logic itself is tested with synthetic samples in test_bench_stats.c.)
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bench=$top/build/bench/tio-bench
 tmp=$(mktemp -d)
@@ -128,6 +129,59 @@ if command -v gnuplot >/dev/null; then
 	t "--plot: the GB/s axis says so" 0 "set ylabel 'GB/s" cat "$tmp/plots/io.gp"
 else
 	for i in 1 2 3 4; do n=$((n + 1)); echo "ok $n # SKIP no gnuplot"; done
+fi
+# Targets: one table (bench/targets.c), judged in every run, never a failure.
+fix=$top/tests/bench/fixtures/run
+t "--list-targets: every target names a case and a reference row that a suite registers" 0 \
+	"^[0-9][0-9]* targets$" "$bench" --list-targets
+t "a run records its row's target from the table in the JSON, judged (jq)" 0 true \
+	bash -c "'$bench' --fast --suite ffi --case lookup/global --repeat 2 --json '$tmp/t.json' >/dev/null &&
+		 jq -e '.results[0].target.goal == \"<= 10 ns\" and .results[0].target.against == null and
+			(.results[0].target.verdict == \"met\" or .results[0].target.verdict == \"MISSED\") and
+			.results[0].target.limit == 10' '$tmp/t.json'"
+t "a run ends with its targets' verdict line" 0 "^targets: [01] met, [01] missed$" \
+	bash -c "'$bench' --fast --suite ffi --case lookup/global --repeat 2 | tail -1"
+t "a row whose reference has not run yet is judged at the end" 0 "judged at the end.*targets: 0 met, 0 missed" \
+	bash -c "'$bench' --fast --suite ffi --case call/noop-0 --repeat 2 | tr '\n' ' '"
+t "--targets --load of several runs: each run's targets, then the total; missed targets exit 0" 0 \
+	"== targets of overhead-vm: .*overhead/info/ring/b64  *60.9 insn  *limit  *72.2  *met .*ffi/lookup/global  *16.5 ns  *limit  *10.0  *MISSED .*(1 more not judged: the row it is relative to did not run) targets: 6 met, 2 missed $" \
+	bash -c "'$bench' --targets --load '$fix/overhead-vm.json' --load '$fix/overhead-vm-user.json' \
+		 --load '$fix/ffi-host.json' | tr '\n' ' '"
+t "--targets needs --load" 2 "usage: tio-bench" "$bench" --targets
+t "--json takes one --load" 2 "take one --load" \
+	"$bench" --load "$fix/ffi-host.json" --load "$fix/overhead-vm.json" --json "$tmp/x.json"
+"$top/scripts/bench-report.sh" -o "$tmp/results" run "$fix/overhead-vm.json" \
+	"$fix/overhead-vm-user.json" "$fix/ffi-host.json" >"$tmp/report.out" 2>&1
+md=$tmp/results/run.md
+t "bench-report renders saved runs into KIND.md" 0 "^bench-report: $md$" cat "$tmp/report.out"
+t "... with each run's CPU model, cores, kernel, backend, commit and date from its JSON" 0 \
+	"^| overhead-vm | AMD EPYC 7B13 | 1 | Linux 6.1.0-56-amd64 x86_64 | kernel (/dev/tensorio) | insn/op | 1261514 | 2026-11-27T10:00:00Z |$" \
+	cat "$md"
+t "... the verdict over every run" 0 "^targets: 6 met, 2 missed$" cat "$md"
+t "... a target met, with its limit" 0 \
+	"^| overhead-vm | overhead/info/ring/b64 | 60.9 insn | <= 0.10x info/ioctl | 72.2 | met | " cat "$md"
+t "... a target missed" 0 "^| ffi-host | ffi/lookup/global | 16.5 ns | <= 10 ns | 10.0 | MISSED | " cat "$md"
+t "... an offset goal: IncRef+DecRef against two atomics + 2 ns" 0 \
+	"^| ffi-host | ffi/object/incref-decref | 12.4 ns | <= breakdown/atomic-inc-dec + 2 ns | 10.8 | MISSED | " cat "$md"
+t "... a target whose reference did not run, not counted" 0 "^1 target is not judged: " cat "$md"
+t "... and every table, a skipped row with its reason" 0 \
+	"^| peer/tvm-ffi/call-noop-0 | skipped: TIO_BENCH_TVM_FFI does not name a libtvm_ffi.so |" cat "$md"
+sed -e 's/"cpu": "AMD EPYC 7B13", "cpus": 2, //' -e 's/"cpu": "AMD EPYC 7B13",//; s/"cpus": 2,//' \
+	"$fix/ffi-host.json" >"$tmp/old.json"
+t "a JSON without the cpu fields: the CPU and its count come from the machine line" 0 \
+	"^| old | AMD EPYC 7B13 | 2 | " bash -c \
+	"'$top/scripts/bench-report.sh' -o '$tmp/results' old '$tmp/old.json' >/dev/null && cat '$tmp/results/old.md'"
+t "bench-report without JSON says so" 2 "no JSON for 'nothing'" "$top/scripts/bench-report.sh" -o "$tmp/r" nothing
+if command -v gnuplot >/dev/null; then
+	t "--plot with several runs: the overhead picture, kernel paths against the user backend" 0 \
+		"overhead-batch.png" bash -c "'$bench' --load '$fix/overhead-vm.json' --load '$fix/overhead-vm-user.json' \
+			--targets --plot '$tmp/batch' >/dev/null && ls '$tmp/batch' && test -s '$tmp/batch/overhead-batch.png'"
+	t "... the ring's line over batch sizes 1, 16, 64, 256" 0 "^# info ring 1 931.2 16 102.4 64 60.9 256 50.5  *$" \
+		bash -c "sed -n '/^# info ring\$/,/^\$/p' '$tmp/batch/overhead-batch.dat' | tr '\n' ' '"
+	t "... the user backend's line, from the user-backend run" 0 "^# info lib (user backend) 1 160 256 160  *$" \
+		bash -c "sed -n '/^# info lib (user backend)\$/,/^\$/p' '$tmp/batch/overhead-batch.dat' | tr '\n' ' '"
+else
+	for i in 1 2 3; do n=$((n + 1)); echo "ok $n # SKIP no gnuplot"; done
 fi
 echo "1..$n"
 exit $fail

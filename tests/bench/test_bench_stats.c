@@ -483,7 +483,7 @@ TEST(drift_one_case_30_percent_slower_fails_alone)
 	}
 }
 
-/* A baseline without process medians (tio-bench/1) is judged as before. */
+/* A baseline without process medians (tio-bench/1) is judged on its samples. */
 TEST(procs_against_an_old_baseline_fall_back_and_say_so)
 {
 	struct drift_run base, cur;

@@ -31,10 +31,13 @@ valgrind)
 	;;
 tsan)
 	# Only programs that start threads (test_net: libtensorio-net's
-	# progress thread); ASLR off, as the TSan runtime of Debian 12 needs on
-	# kernels with high mmap entropy.
+	# progress thread; saves' writers; GPU fences: the fake CUDA driver's
+	# stream threads run host functions and memory writes); ASLR off, as
+	# the TSan runtime of Debian 12 needs on kernels with high mmap entropy.
 	for src in $(grep -l -e pthread_create -e tio_net_worker_create \
-		     -e tio_safetensors_load_device "$top"/tests/lib/test_*.c); do
+		     -e tio_safetensors_load_device -e tio_safetensors_save_async \
+		     -e tio_safetensors_save_opts -e tio_gpu_stream_record_fence \
+		     "$top"/tests/lib/test_*.c); do
 		t=$dir/$(basename "$src" .c)
 		[ -x "$t" ] || continue
 		echo "# tsan $t"

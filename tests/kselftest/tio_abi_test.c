@@ -4,9 +4,9 @@
  * command number. A shorter structure is zero-extended in and truncated
  * out, a longer one is accepted when its bytes past the driver's are zero
  * (-E2BIG otherwise), and directions are those both numbers encode (as
- * drm_ioctl()). STREAM_CREATE grew in uapi 1.1: old-size (24 bytes) and
- * new-size callers are served side by side, by ioctl, by uring_cmd and as
- * SUBMIT records. The old driver answered every other size with ENOTTY.
+ * drm_ioctl()). STREAM_CREATE grew in uapi 1.1 and 1.4: old-size (24 and
+ * 32 bytes) and new-size callers are served side by side, by ioctl, by
+ * uring_cmd and as SUBMIT records.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 /* A command number of the same type and nr with another size. */
 #define SIZED(cmd, size)	_IOC(_IOC_DIR(cmd), TIO_IOC_MAGIC, _IOC_NR(cmd), size)
 #define SC_V0	SIZED(TIO_IOC_STREAM_CREATE, TIO_STREAM_CREATE_SIZE_VER0)
+#define SC_V1	SIZED(TIO_IOC_STREAM_CREATE, TIO_STREAM_CREATE_SIZE_VER1)
 #define FILL	0xa5
 
 FIXTURE(abi) {
@@ -111,6 +112,30 @@ TEST_F(abi, stream_create_old_size)
 			ASSERT_EQ(FILL, b[i]);
 }
 
+/* A uapi 1.1 caller: 32 bytes, its bound; no doorbell offset written. */
+TEST_F(abi, stream_create_v1_size)
+{
+	unsigned char b[48];
+	struct tio_stream_create *sc = (void *)b;
+	unsigned int i;
+
+	memset(b, FILL, sizeof(b));
+	memset(b, 0, TIO_STREAM_CREATE_SIZE_VER1);
+	sc->fence_timeout_ms = 1;
+	ASSERT_EQ(0, run(self, variant, SC_V1, b, variant->form == 2 ?
+			 TIO_STREAM_CREATE_SIZE_VER1 : sizeof(b)));
+	EXPECT_LT(0, sc->handle);
+	EXPECT_EQ(1, sc->fence_timeout_ms);
+	if (variant->form != 2)
+		for (i = TIO_STREAM_CREATE_SIZE_VER1; i < sizeof(b); i++)
+			ASSERT_EQ(FILL, b[i]);
+	/* The doorbell flag in an old-size call: the stream has one. */
+	memset(b, 0, sizeof(b));
+	sc->flags = TIO_STREAM_F_DOORBELL;
+	ASSERT_EQ(0, run(self, variant, SC_V1, b, TIO_STREAM_CREATE_SIZE_VER1));
+	EXPECT_LT(0, sc->handle);
+}
+
 /* A new caller sets the bound and reads back the one in force. */
 TEST_F(abi, stream_create_new_size)
 {
@@ -147,7 +172,7 @@ TEST_F(abi, longer_zero_tail_accepted)
 		EXPECT_EQ(1024, info->max_submit);
 	}
 	memset(b, 0, sizeof(b));
-	ASSERT_EQ(0, run(self, variant, SIZED(TIO_IOC_STREAM_CREATE, 40), b, 40));
+	ASSERT_EQ(0, run(self, variant, SIZED(TIO_IOC_STREAM_CREATE, 48), b, 48));
 	EXPECT_LT(0, sc->handle);
 	EXPECT_EQ(self->bound, sc->fence_timeout_ms);
 	memset(b, 0, sizeof(b));
@@ -170,8 +195,8 @@ TEST_F(abi, longer_nonzero_tail_refused)
 	b[sizeof(struct tio_buf_alloc)] = 1;
 	EXPECT_EQ(-E2BIG, run(self, variant, SIZED(TIO_IOC_BUF_ALLOC, 40), b, 40));
 	memset(b, 0, sizeof(b));
-	b[39] = 1;
-	EXPECT_EQ(-E2BIG, run(self, variant, SIZED(TIO_IOC_STREAM_CREATE, 40), b, 40));
+	b[47] = 1;
+	EXPECT_EQ(-E2BIG, run(self, variant, SIZED(TIO_IOC_STREAM_CREATE, 48), b, 48));
 	/* Nothing was created by the refused calls. */
 	memset(b, 0, sizeof(b));
 	((struct tio_handle_op *)b)->handle = 1;

@@ -7,8 +7,8 @@
  * (sync_file poll, dma-buf poll, DMA_BUF_IOCTL_SYNC, a sync_file exported
  * from the dma-buf, vgem's buffer); earlier points go with it, a late
  * FENCE_SIGNAL gets -ETIMEDOUT, the expiry is counted in debugfs. A point
- * that never leaves the file does not expire. The old driver let all of
- * these wait forever.
+ * that never leaves the file does not expire. Without the bound all of
+ * these would wait forever.
  *
  * Streams here use a short bound (BOUND_MS); waits allow far longer
  * (WAIT_MS), so that nothing depends on the emulator's speed.
@@ -60,22 +60,6 @@ static __u64 emit(int fd, __u32 stream)
 	return tio_ioc(fd, TIO_IOC_FENCE_EMIT, &e) ? 0 : e.seqno;
 }
 
-static int export_point(int fd, __u32 stream, __u64 seqno)
-{
-	struct tio_fence_export x = { .stream = stream, .seqno = seqno,
-				      .flags = TIO_EXPORT_F_CLOEXEC };
-
-	return tio_ioc(fd, TIO_IOC_FENCE_EXPORT, &x) ? -1 : x.fd;
-}
-
-/* A sync_file's status: 1 signalled, 0 active, or the fence's error. */
-static int sync_status(int sfd)
-{
-	struct sync_file_info info = { 0 };
-
-	return ioctl(sfd, SYNC_IOC_FILE_INFO, &info) ? -1000 : info.status;
-}
-
 /* FENCE_WAIT result; the status goes to *status. */
 static int fence_wait(int fd, __u32 stream, __u64 seqno, __s64 ns, int *status)
 {
@@ -97,11 +81,11 @@ TEST_F(deadline, exported_point_expires)
 	int status;
 
 	ASSERT_EQ(2, s2);
-	p.fd = export_point(self->fd, self->stream, s2);
+	p.fd = tio_export_point(self->fd, self->stream, s2);
 	ASSERT_LE(0, p.fd);
-	EXPECT_EQ(0, sync_status(p.fd));
+	EXPECT_EQ(0, tio_sync_status(p.fd));
 	ASSERT_EQ(1, poll(&p, 1, WAIT_MS));
-	EXPECT_EQ(-ETIMEDOUT, sync_status(p.fd));
+	EXPECT_EQ(-ETIMEDOUT, tio_sync_status(p.fd));
 	/* The earlier point went first, with the same error. */
 	EXPECT_EQ(0, fence_wait(self->fd, self->stream, s1, 0, &status));
 	EXPECT_EQ(-ETIMEDOUT, status);
@@ -135,12 +119,12 @@ TEST_F(deadline, points_without_fences_expire)
 	for (i = 1; i <= 6; i++)
 		ASSERT_EQ(i, emit(self->fd, self->stream));
 	ASSERT_EQ(0, tio_ioc(self->fd, TIO_IOC_FENCE_SIGNAL, &sg));
-	sfd = export_point(self->fd, self->stream, 4);
+	sfd = tio_export_point(self->fd, self->stream, 4);
 	ASSERT_LE(0, sfd);
 	EXPECT_EQ(0, fence_wait(self->fd, self->stream, 4, WAIT_MS * 1000000LL,
 				&status));
 	EXPECT_EQ(-ETIMEDOUT, status);
-	EXPECT_EQ(-ETIMEDOUT, sync_status(sfd));
+	EXPECT_EQ(-ETIMEDOUT, tio_sync_status(sfd));
 	EXPECT_EQ(0, fence_wait(self->fd, self->stream, 1, 0, &status));
 	EXPECT_EQ(-EIO, status);
 	for (i = 2; i <= 3; i++) {
@@ -166,15 +150,15 @@ TEST_F(deadline, signalled_in_time_stays_clean)
 	int sfd, status;
 
 	ASSERT_EQ(1, emit(self->fd, self->stream));
-	sfd = export_point(self->fd, self->stream, 1);
+	sfd = tio_export_point(self->fd, self->stream, 1);
 	ASSERT_LE(0, sfd);
 	ASSERT_EQ(0, tio_ioc(self->fd, TIO_IOC_FENCE_SIGNAL, &sg));
-	EXPECT_EQ(1, sync_status(sfd));
+	EXPECT_EQ(1, tio_sync_status(sfd));
 	/* Past the bound, the point and the stream are unchanged. */
 	ASSERT_EQ(2, emit(self->fd, self->stream));
 	EXPECT_EQ(-ETIME, fence_wait(self->fd, self->stream, 2,
 				     4LL * BOUND_MS * 1000000, &status));
-	EXPECT_EQ(1, sync_status(sfd));
+	EXPECT_EQ(1, tio_sync_status(sfd));
 	close(sfd);
 }
 
@@ -208,14 +192,14 @@ TEST_F(deadline, attached_point_expires)
 	at.seqno = emit(self->fd, self->stream);
 	ASSERT_EQ(0, tio_ioc(self->fd, TIO_IOC_BUF_ATTACH_FENCE, &at));
 	ASSERT_EQ(0, ioctl(e.fd, DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &es));
-	EXPECT_EQ(0, sync_status(es.fd));
+	EXPECT_EQ(0, tio_sync_status(es.fd));
 	/* Blocks until the write fence is done: then it is (expired). */
 	ASSERT_EQ(0, ioctl(e.fd, DMA_BUF_IOCTL_SYNC, &sync));
 	sync.flags = DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW;
 	ASSERT_EQ(0, ioctl(e.fd, DMA_BUF_IOCTL_SYNC, &sync));
 	p.fd = e.fd;
 	ASSERT_EQ(1, poll(&p, 1, WAIT_MS));
-	EXPECT_EQ(-ETIMEDOUT, sync_status(es.fd));
+	EXPECT_EQ(-ETIMEDOUT, tio_sync_status(es.fd));
 	close(es.fd);
 	close(e.fd);
 }
@@ -244,7 +228,7 @@ TEST_F(deadline, vgem_buffer_waiter_wakes)
 	ASSERT_EQ(0, ioctl(dfd, DMA_BUF_IOCTL_EXPORT_SYNC_FILE, &es));
 	p.fd = es.fd;
 	ASSERT_EQ(1, poll(&p, 1, WAIT_MS));
-	EXPECT_EQ(-ETIMEDOUT, sync_status(es.fd));
+	EXPECT_EQ(-ETIMEDOUT, tio_sync_status(es.fd));
 	close(es.fd);
 	close(dfd);
 	close(vg);

@@ -4,9 +4,10 @@
  * userspace: BUF_EXPORT and FENCE_EXPORT whose payload (or SUBMIT vector)
  * lies in read-only memory fail with EFAULT and leave no fd behind, in
  * every submission form (ioctl, uring_cmd, SUBMIT by ioctl and by
- * uring_cmd). The old driver installed the fd first and leaked one per
- * failing call. A number that would not write the fd back (write-only, or
- * a structure too short to hold it) fails with EINVAL and installs none.
+ * uring_cmd). An fd installed before the write-back would be left in the
+ * caller's table, unknown to it, by every failing call.
+ * A number that would not write the fd back (write-only, or a structure
+ * too short to hold it) fails with EINVAL and installs none.
  */
 #include <dirent.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
  * (no CAP_IPC_LOCK) is refused with ENOMEM beyond its RLIMIT_MEMLOCK, its
  * VmPin and the module's pinned bytes grow by the dma-buf's size, and
  * freeing the buffer gives the charge back. A tensorio dma-buf is not
- * charged twice. The old driver pinned any imported size for free.
+ * charged twice.
  */
 #include <fcntl.h>
 #include <stdio.h>

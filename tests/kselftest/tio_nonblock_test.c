@@ -4,9 +4,10 @@
  * or BUF_WAIT must not keep io_uring_submit() (or an SQPOLL thread) in the
  * kernel for the length of the wait; the driver answers -EAGAIN and
  * io_uring runs it from io-wq. The waits here never end on their own
- * (infinite timeouts): the old driver blocked the submitting thread, so
- * the test hung until the harness killed it. And a record interrupted by a
- * signal reports -EINTR, never the kernel-internal -ERESTARTSYS (-512).
+ * (infinite timeouts): a driver that blocked the submitting thread would
+ * hang the test until the harness's timeout failed it. And a record
+ * interrupted by a signal reports -EINTR, never the kernel-internal
+ * -ERESTARTSYS (-512).
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -90,8 +91,8 @@ static int signal_point(int fd, __u32 stream)
 }
 
 /*
- * io_uring_submit() returns while the wait is pending (the old driver
- * never returned: the harness's timeout failed it); the SUBMIT completes
+ * io_uring_submit() returns while the wait is pending (were it to wait,
+ * the harness's timeout would fail the test); the SUBMIT completes
  * through its CQE once the point signals. On an SQPOLL ring a NOP queued
  * behind it completes first: the SQ thread is not held either.
  */
@@ -170,8 +171,8 @@ static void *killer_fn(void *arg)
 }
 
 /*
- * A SUBMIT record interrupted by a signal: -EINTR in the record (the old
- * driver wrote -512 there). Only the ioctl form: a uring SUBMIT that waits
+ * A SUBMIT record interrupted by a signal: -EINTR in the record, not the
+ * kernel-internal -512. Only the ioctl form: a uring SUBMIT that waits
  * runs in io-wq, where the submitter's signals do not reach.
  */
 TEST_F_TIMEOUT(nb, interrupted_record_is_eintr, 60)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * BUF_ALLOC mappings are page-backed (issue 20): get_user_pages() reaches
+ * BUF_ALLOC mappings are page-backed: get_user_pages() reaches
  * them, through the device fd and through the dma-buf, so that RDMA
  * registration, O_DIRECT, io_uring fixed buffers and BUF_PIN_USER work on
  * them, and the pages outlive BUF_FREE and munmap while someone pins them.

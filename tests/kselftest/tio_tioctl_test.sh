@@ -41,9 +41,9 @@ status() {	# status N CMD...: CMD exits with N
 }
 echo "TAP version 13"
 echo "1..29"
-t "info names the uapi version" has "uapi version   1.3" ./tioctl info
+t "info names the uapi version" has "uapi version   1.4" ./tioctl info
 t "info lists the module parameters" has "param max_buf_size" ./tioctl info
-t "info --json" has '"uapi_version": "1.3"' ./tioctl --json info
+t "info --json" has '"uapi_version": "1.4"' ./tioctl --json info
 t "stat shows module-wide counters" has "^files " ./tioctl stat
 t "stat shows per-command counters" has "^command" ./tioctl stat
 t "stat --json" has '"global": {' ./tioctl --json stat

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <liburing.h>
+#include <linux/sync_file.h>
 #include <linux/tensorio.h>
 
 #define TIO_DEV "/dev/tensorio"
@@ -28,6 +29,23 @@ static inline int tio_ioc(int fd, unsigned long cmd, void *arg)
 	int ret = ioctl(fd, cmd, arg);
 
 	return ret < 0 ? -errno : ret;
+}
+
+/* A sync_file fd for a point (FENCE_EXPORT), or -1. */
+static inline int tio_export_point(int fd, __u32 stream, __u64 seqno)
+{
+	struct tio_fence_export x = { .stream = stream, .seqno = seqno,
+				      .flags = TIO_EXPORT_F_CLOEXEC };
+
+	return tio_ioc(fd, TIO_IOC_FENCE_EXPORT, &x) ? -1 : x.fd;
+}
+
+/* A sync_file's status: 1 signalled, 0 active, or the fence's error. */
+static inline int tio_sync_status(int sfd)
+{
+	struct sync_file_info info = { 0 };
+
+	return ioctl(sfd, SYNC_IOC_FILE_INFO, &info) ? -1000 : info.status;
 }
 
 /* Fill @sqe with the uring form of a command. */

@@ -4,14 +4,15 @@
  * cancelable uring commands; the driver watches the requests itself):
  *
  *  - a wait issued from an io-wq worker (IOSQE_ASYNC) outlives that
- *    worker, which exits after 5 s idle: on 6.1 the old driver took the
- *    worker for the issuer and cancelled the wait (-ECANCELED) then;
+ *    worker, which exits after 5 s idle: the request's task issued it,
+ *    not the worker, so the worker's exit must not cancel it
+ *    (-ECANCELED);
  *  - a ring torn down while the process and the device fd live cancels
- *    its parked waits: on 6.1 the old driver kept them, and io_uring's
- *    exit work waited for them (a WARNING after five minutes).
+ *    its parked waits: io_uring's exit work would otherwise wait for them
+ *    (a WARNING after five minutes).
  *
- * Streams are created with the uapi 1.0 STREAM_CREATE so that the tests
- * also run against the old driver.
+ * Streams are created with the uapi 1.0 STREAM_CREATE, so that the tests
+ * run against a driver of any uapi version.
  */
 #include <fcntl.h>
 #include <unistd.h>

@@ -9,8 +9,13 @@
 #define TIO_DEV_TEST_H
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tensorio/batch.h>
 #include <tensorio/buffer.h>
@@ -98,6 +103,79 @@ static inline void dev_warm_up(void)
 		EXPECT_EQ(self->objs, tio_debug_live_objects());	\
 		EXPECT_EQ(self->fds, dev_count_fds());			\
 	}
+
+/*
+ * A test fixture library: FIXTURE_DIR's, else the one beside the program
+ * (the VM's /tio/bin holds the programs and the fixtures they need).
+ */
+static inline void dev_fixture_path(const char *name, char *buf, size_t len)
+{
+	char exe[256];
+	ssize_t n;
+
+	snprintf(buf, len, "%s/%s", FIXTURE_DIR, name);
+	if (!access(buf, R_OK))
+		return;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	if (strrchr(exe, '/'))
+		*strrchr(exe, '/') = 0;
+	snprintf(buf, len, "%.255s/%.64s", exe, name);
+}
+
+/*
+ * The CUDA driver the GPU tests run on: TIO_CUDA_LIBRARY when set, else
+ * libcuda.so.1 when it loads (a GPU machine), else the tests' fake driver
+ * (fixture_fake_cuda.c), so that the CUDA paths run everywhere. Call
+ * before the process's first CUDA call (the driver is loaded once).
+ */
+static inline void dev_pick_cuda(void)
+{
+	char path[PATH_MAX];
+	void *dl;
+
+	if (getenv("TIO_CUDA_LIBRARY"))
+		return;
+	dl = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (dl) {
+		dlclose(dl);
+		return;
+	}
+	dev_fixture_path("fake_cuda.so", path, sizeof(path));
+	setenv("TIO_CUDA_LIBRARY", path, 1);
+}
+
+/*
+ * The HIP runtime the HIP device tests run on: TIO_HIP_LIBRARY when set,
+ * else the installed one when it finds a device (an AMD machine), else
+ * the tests' fake runtime (fixture_fake_hip.c). The installed runtime is
+ * probed never to be unloaded (RTLD_NODELETE): the library loads it
+ * again.
+ */
+static inline void dev_pick_hip(void)
+{
+	static const char *const names[] = { "libamdhip64.so.5", "libamdhip64.so" };
+	char path[PATH_MAX];
+	int (*count)(int *);
+	void *dl = NULL;
+	size_t i;
+	int n = 0;
+
+	if (getenv("TIO_HIP_LIBRARY"))
+		return;
+	for (i = 0; !dl && i < sizeof(names) / sizeof(names[0]); i++)
+		dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (dl) {
+		count = (int (*)(int *))dlsym(dl, "hipGetDeviceCount");
+		if (!count || count(&n))
+			n = 0;
+		dlclose(dl);
+	}
+	if (n > 0)
+		return;
+	dev_fixture_path("fake_hip.so", path, sizeof(path));
+	setenv("TIO_HIP_LIBRARY", path, 1);
+}
 
 static inline int dev_is_kernel(void)
 {

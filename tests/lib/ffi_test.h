@@ -37,4 +37,19 @@ __attribute__((constructor)) static void ffi_test_baseline_init(void)
 	tio_object_decref(e_);						\
 } while (0)
 
+/* Call the module's function @name; -2 when it has none. */
+static inline int call_named(tio_object_t *m, const char *name, const tio_any_t *args,
+			     int32_t n, tio_any_t *ret)
+{
+	tio_object_t *f;
+	int r;
+
+	*ret = tio_any_none();
+	if (tio_module_get_function(m, name, &f) || !f)
+		return -2;
+	r = tio_func_call(f, args, n, ret);
+	tio_object_decref(f);
+	return r;
+}
+
 #endif /* TIO_FFI_TEST_H */

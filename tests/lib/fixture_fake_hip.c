@@ -8,6 +8,7 @@
  * Plain C types with the HIP ABI (enums are int, handles pointers).
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,28 +67,43 @@ API int hipDeviceGetName(char *name, int len, int dev)
 }
 API int hipGetDevice(int *d) { *d = 0; return 0; }
 API int hipSetDevice(int d) { return d ? 101 : 0; }
-API int hipMalloc(void **p, size_t n) { *p = malloc(n ? n : 1); return *p ? 0 : 2; }
+/* Page-aligned, as the runtime's. */
+API int hipMalloc(void **p, size_t n)
+{
+	/* More than a GPU has is refused before malloc (sanitizers abort on it). */
+	*p = n <= (1ULL << 40) ? aligned_alloc(4096, (n + 4096) & ~(size_t)4095) : NULL;
+	return *p ? 0 : 2;
+}
 API int hipFree(void *p) { free(p); return 0; }
 API int hipHostRegister(void *p, size_t n, unsigned int f) { (void)p; (void)n; (void)f; return 0; }
 API int hipHostUnregister(void *p) { (void)p; return 0; }
 API int hipHostGetDevicePointer(void **d, void *h, unsigned int f) { (void)f; *d = h; return 0; }
 /*
- * FAKE_HIP_FAIL_HTOD=N: the Nth host-to-device copy since the variable was
- * set fails (copies made while it is unset reset the count).
+ * FAKE_HIP_FAIL_HTOD=N, FAKE_HIP_FAIL_DTOH=N: the Nth copy that way since
+ * the variable was set fails (copies made while it is unset reset the
+ * count).
  */
-static atomic_long htod_calls;
+static atomic_long htod_calls, dtoh_calls;
+
+static int fail_now(const char *var, atomic_long *calls)
+{
+	const char *fail = getenv(var);
+
+	if (!fail)
+		atomic_store(calls, 0);
+	else if (atomic_fetch_add(calls, 1) + 1 == atol(fail))
+		return 1;	/* hipErrorInvalidValue */
+	return 0;
+}
 
 API int hipMemcpyHtoDAsync(void *dst, void *src, size_t n, void *st)
 {
-	const char *fail = getenv("FAKE_HIP_FAIL_HTOD");
-
-	if (!fail)
-		atomic_store(&htod_calls, 0);
-	else if (atomic_fetch_add(&htod_calls, 1) + 1 == atol(fail))
-		return 1;	/* hipErrorInvalidValue */
-	return queue(st, dst, src, n);
+	return fail_now("FAKE_HIP_FAIL_HTOD", &htod_calls) ? 1 : queue(st, dst, src, n);
 }
-API int hipMemcpyDtoHAsync(void *dst, void *src, size_t n, void *st) { return queue(st, dst, src, n); }
+API int hipMemcpyDtoHAsync(void *dst, void *src, size_t n, void *st)
+{
+	return fail_now("FAKE_HIP_FAIL_DTOH", &dtoh_calls) ? 1 : queue(st, dst, src, n);
+}
 API int hipStreamCreateWithFlags(void **st, unsigned int f)
 {
 	struct stream *s = calloc(1, sizeof(*s));
@@ -107,5 +123,13 @@ API int hipStreamAddCallback(void *st, void (*cb)(void *, int, void *), void *ar
 	(void)f;
 	run(st);
 	cb(st, 0, arg);
+	return 0;
+}
+/* A stream write: the work before it runs first, as for a callback. */
+API int hipStreamWriteValue64(void *st, void *ptr, uint64_t value, unsigned int f)
+{
+	(void)f;
+	run(st);
+	__atomic_store_n((uint64_t *)ptr, value, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -3,7 +3,8 @@
  * The command table and its consumers: every row is well formed, its FFI
  * global exists, the running backend knows it (a row a backend has no
  * handler for would fail here, as -ENOTTY, or the user backend would not
- * open at all), and a batch shows its records as struct tio_record.
+ * open at all), the user backend runs every row or refuses it with an
+ * explicit EOPNOTSUPP, and a batch shows its records as struct tio_record.
  * tests/tools/test-tioctl.sh checks the table against the uapi header and
  * tio-bench's per-command rows.
  */
@@ -44,6 +45,44 @@ TEST_F(cmd, rows_are_well_formed)
 	ASSERT_DEV_ERR(ERANGE, "ValueError");
 }
 
+/* The name of command @op, for messages. */
+static const char *row_name(unsigned int op)
+{
+	struct tio_command_info c;
+	int32_t i;
+
+	for (i = 0; i < tio_command_count(); i++)
+		if (!tio_command_info(i, &c) && c.op == op)
+			return c.name;
+	return "?";
+}
+
+/* A zeroed payload of every row a record can carry, in one batch: its results. */
+static int64_t run_every_row(struct __test_metadata *_metadata, tio_batch_t *b)
+{
+	struct tio_command_info c;
+	char zero[TIO_CMD_PAYLOAD] = { 0 };
+	int32_t i, n = tio_command_count();
+	int64_t ran = 0;
+
+	EXPECT_EQ(0, tio_batch_set_mode(b, TIO_BATCH_IOCTL));
+	for (i = 0; i < n; i++) {
+		EXPECT_EQ(0, tio_command_info(i, &c));
+		if (c.flags & TIO_COMMAND_RUNS_RECORDS) {
+			/* SUBMIT, RING_ENTER: never a record. */
+			EXPECT_EQ(-1, tio_batch_add_record(b, c.op, zero, c.payload_size));
+			ASSERT_DEV_MSG(EINVAL, "a record cannot carry it");
+			continue;
+		}
+		EXPECT_EQ(ran, tio_batch_add_record(b, c.op, zero, c.payload_size))
+			TH_LOG("%s", c.name);
+		ran++;
+	}
+	EXPECT_EQ(0, tio_batch_submit(b));
+	EXPECT_EQ(ran, tio_batch_wait(b, -1, -1));
+	return ran;
+}
+
 /*
  * Every command reaches the backend's handler: a zeroed payload is
  * refused for what it holds (EINVAL, ENOENT, EOPNOTSUPP ...) or runs
@@ -51,29 +90,12 @@ TEST_F(cmd, rows_are_well_formed)
  */
 TEST_F(cmd, backend_runs_every_command)
 {
-	struct tio_command_info c;
 	struct tio_record r;
-	char zero[TIO_CMD_PAYLOAD] = { 0 };
-	int32_t i, n = tio_command_count();
-	int64_t k, ran = 0;
+	int64_t k, ran;
 	tio_batch_t *b;
 
 	ASSERT_OK(tio_batch_new(0, &b));
-	ASSERT_OK(tio_batch_set_mode(b, TIO_BATCH_IOCTL));
-	for (i = 0; i < n; i++) {
-		ASSERT_OK(tio_command_info(i, &c));
-		if (c.flags & TIO_COMMAND_RUNS_RECORDS) {
-			/* SUBMIT, RING_ENTER: never a record. */
-			ASSERT_EQ(-1, tio_batch_add_record(b, c.op, zero, c.payload_size));
-			ASSERT_DEV_MSG(EINVAL, "a record cannot carry it");
-			continue;
-		}
-		ASSERT_EQ(ran, tio_batch_add_record(b, c.op, zero, c.payload_size))
-			TH_LOG("%s", c.name);
-		ran++;
-	}
-	ASSERT_OK(tio_batch_submit(b));
-	ASSERT_EQ(ran, tio_batch_wait(b, -1, -1));
+	ran = run_every_row(_metadata, b);
 	for (k = 0; k < ran; k++) {
 		ASSERT_OK(tio_batch_record_get(b, k, &r));
 		EXPECT_NE(-ENOTTY, r.result) TH_LOG("record %lld: op 0x%x", (long long)k, r.op);
@@ -81,6 +103,36 @@ TEST_F(cmd, backend_runs_every_command)
 		EXPECT_EQ(_IOC_SIZE(r.op), r.size);
 		EXPECT_NE(NULL, r.payload);
 	}
+	tio_error_clear();
+	tio_batch_free(b);
+}
+
+/*
+ * The user backend's handler table is indexed by the command table's
+ * rows: it opened (it does not while a row lacks a handler), and each row
+ * answers as a handler does, the ones that need the kernel with an
+ * explicit EOPNOTSUPP, never ENOTTY or ENOSYS.
+ */
+TEST_F(cmd, user_backend_handles_every_row)
+{
+	struct tio_record r;
+	int64_t k, ran, refused = 0;
+	tio_batch_t *b;
+
+	if (dev_is_kernel())
+		SKIP(return, "the kernel backend runs the driver's handlers");
+	ASSERT_STREQ("user", tio_backend_name());
+	ASSERT_OK(tio_batch_new(0, &b));
+	ran = run_every_row(_metadata, b);
+	for (k = 0; k < ran; k++) {
+		ASSERT_OK(tio_batch_record_get(b, k, &r));
+		EXPECT_TRUE(r.result == 0 || r.result == -EINVAL || r.result == -ENOENT ||
+			    r.result == -EBADF || r.result == -EOPNOTSUPP)
+			TH_LOG("%s: %d", row_name(r.op), r.result);
+		refused += r.result == -EOPNOTSUPP;
+	}
+	/* sync_file export and import, the command ring's setup. */
+	EXPECT_EQ(3, refused);
 	tio_error_clear();
 	tio_batch_free(b);
 }

@@ -3,6 +3,7 @@
  * Any values: layout, constructors, conversions and their type errors,
  * strings and bytes (inline and heap), owned copies, equality and hashing.
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -169,6 +170,46 @@ TEST(heap_strings_and_bytes)
 	EXPECT_EQ(TIO_TYPE_NONE, s.type_index);
 	EXPECT_EQ(-1, tio_str_from_cstr(NULL, &s));
 	ASSERT_RAISED("ValueError", "NULL");
+	ASSERT_NO_LEAKS();
+}
+
+static void *release_str(void *arg)
+{
+	tio_any_decref(arg);
+	return NULL;
+}
+
+/*
+ * Strings around the size whose blocks the releasing thread keeps: each
+ * has its own bytes and NUL after a block is reused; one released by
+ * another thread (kept there, freed when it exits) is gone too.
+ */
+TEST(string_blocks_reused)
+{
+	static const size_t lens[] = { 8, 40, 87, 88, 127, 300, 40, 8 };
+	char text[301];
+	const char *p;
+	pthread_t t;
+	tio_any_t s;
+	size_t i, n;
+	int round;
+
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			memset(text, 'a' + (int)((i + round) % 26), lens[i]);
+			text[lens[i]] = '\0';
+			ASSERT_EQ(0, tio_str_new(text, lens[i], &s));
+			EXPECT_EQ(1, LIVE());
+			ASSERT_EQ(0, tio_any_to_str(&s, &p, &n));
+			EXPECT_EQ(lens[i], n);
+			EXPECT_STREQ(text, p);
+			tio_any_decref(&s);
+			EXPECT_EQ(0, LIVE());
+		}
+	}
+	ASSERT_EQ(0, tio_str_new(text, 40, &s));
+	ASSERT_EQ(0, pthread_create(&t, NULL, release_str, &s));
+	pthread_join(t, NULL);
 	ASSERT_NO_LEAKS();
 }
 

@@ -164,9 +164,9 @@ static int ident(void *self, const tio_any_t *args, int32_t nargs, tio_any_t *re
 TEST(lookup_tells_near_names_apart)
 {
 	static const char *const names[] = {
-		"n.a", "n.b", "near.name.1234a", "near.name.1234b",
-		"near.name.12345678a", "near.name.12345678b",
-		"xear.name.12345678b",
+		"n.a", "n.b", "n.ab", "n.ba", "n.abcX", "n.abcY", "Xn.abc", "near.name.1234a",
+		"near.name.1234b", "near.name.12345678a", "near.name.12345678b",
+		"xear.name.12345678b", "16.bytes.name.ab", "16.bytes.name.ba",
 	};
 	const int n = sizeof(names) / sizeof(names[0]);
 	tio_any_t ret = tio_any_none();
@@ -192,6 +192,63 @@ TEST(lookup_tells_near_names_apart)
 	for (i = 0; i < n; i++)
 		ASSERT_EQ(0, tio_func_remove_global(names[i]));
 	ASSERT_NO_LEAKS();
+}
+
+/*
+ * Lookups hand out spare references the thread's cache took in batches:
+ * counts and lifetimes are as if each lookup took its own. The same name
+ * from several pointers, and a buffer whose name changes, find theirs.
+ */
+TEST(lookup_cache_references)
+{
+	int64_t one = 1, two = 2;
+	tio_object_t *f, *g, *got[300];
+	tio_any_t args[2] = { tio_any_int(1), tio_any_int(2) }, ret;
+	char buf[32];
+	int i;
+
+	deleted = 0;
+	ASSERT_EQ(0, tio_func_new(add, &one, self_deleter, &f));
+	ASSERT_EQ(0, tio_func_new(add, &two, self_deleter, &g));
+	ASSERT_EQ(0, tio_func_set_global("test.spare.f", f, 0));
+	ASSERT_EQ(0, tio_func_set_global("test.spare.g", g, 0));
+	for (i = 0; i < 300; i++) {
+		ASSERT_EQ(0, tio_func_get_global("test.spare.f", &got[i]));
+		ASSERT_EQ(f, got[i]);
+	}
+	for (i = 0; i < 300; i++)
+		tio_object_decref(got[i]);
+	/* Another pointer to the same name; a buffer renamed between lookups. */
+	strcpy(buf, "test.spare.f");
+	ASSERT_EQ(0, tio_func_get_global(buf, &got[0]));
+	strcpy(buf, "test.spare.g");
+	ASSERT_EQ(0, tio_func_get_global(buf, &got[1]));
+	EXPECT_EQ(f, got[0]);
+	EXPECT_EQ(g, got[1]);
+	ASSERT_EQ(0, tio_func_call(got[1], args, 2, &ret));
+	EXPECT_EQ(5, ret.v_int64);
+	strcpy(buf, "test.spare.x");
+	ASSERT_EQ(0, tio_func_get_global(buf, &got[2]));
+	EXPECT_EQ(NULL, got[2]);
+	tio_object_decref(got[0]);
+	tio_object_decref(got[1]);
+
+	/* The registry's reference and ours; the cache's go with the flush. */
+	tio_debug_live_objects();
+	EXPECT_EQ(2, tio_object_strong_count(f));
+	ASSERT_EQ(0, tio_func_get_global("test.spare.f", &got[0]));
+	ASSERT_EQ(0, tio_func_remove_global("test.spare.f"));
+	ASSERT_EQ(0, tio_func_get_global("test.spare.f", &got[1]));
+	EXPECT_EQ(NULL, got[1]);
+	tio_object_decref(got[0]);
+	tio_object_decref(f);
+	EXPECT_EQ(0, deleted);	/* the thread's cache still holds it */
+	tio_debug_live_objects();
+	EXPECT_EQ(1, deleted);
+	ASSERT_EQ(0, tio_func_remove_global("test.spare.g"));
+	tio_object_decref(g);
+	ASSERT_NO_LEAKS();
+	EXPECT_EQ(2, deleted);
 }
 
 TEST(registry_grows_and_long_names)

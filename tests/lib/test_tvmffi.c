@@ -97,20 +97,6 @@ TEST(error_fields)
 	ASSERT_NO_LEAKS();
 }
 
-static int call_named(tio_object_t *m, const char *name, const tio_any_t *args, int32_t n,
-		      tio_any_t *ret)
-{
-	tio_object_t *f;
-	int r;
-
-	*ret = tio_any_none();
-	if (tio_module_get_function(m, name, &f) || !f)
-		return -2;
-	r = tio_func_call(f, args, n, ret);
-	tio_object_decref(f);
-	return r;
-}
-
 /* Raised with TVMFFIErrorSetRaisedFromCStr, caught by tio_. */
 TEST(raise_tvm_catch_tio)
 {

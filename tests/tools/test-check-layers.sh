@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# scripts/check-layers.sh passes on lib/src and fails on an upward include.
+# scripts/check-layers.sh passes on lib/src and fails on an upward include,
+# with each public header's layer read from the header itself.
 top=$(cd "$(dirname "$0")/../.." && pwd)
 check=$top/scripts/check-layers.sh
 tmp=$(mktemp -d)
@@ -22,8 +23,11 @@ t() {
 copy() {
 	rm -rf "$tmp/src" && cp -r "$top/lib/src" "$tmp/src"
 }
+headers() {
+	rm -rf "$tmp/inc" && cp -r "$top/lib/include/tensorio" "$tmp/inc"
+}
 echo "TAP version 13"
-echo "1..11"
+echo "1..15"
 t "lib/src and build/lib/obj keep their layers" 0 "" "$check" "$top/lib/src" "$top/build/lib/obj"
 copy
 sed -i '0,/#include/s|#include|#include "dev/dev_internal.h"\n#include|' "$tmp/src/ffi/any.c"
@@ -34,8 +38,8 @@ sed -i '0,/#include/s|#include|#include <tensorio/buffer.h>\n#include|' "$tmp/sr
 t "ffi/ including a public dev header fails" 1 "must not include buffer (layer dev/)" \
 	"$check" "$tmp/src"
 copy
-sed -i '0,/#include/s|#include|#include "io/io_internal.h"\n#include|' "$tmp/src/gpu/gpu_core.c"
-t "gpu/ including the io/ layer above it fails" 1 "gpu/ must not include io/io_internal.h" \
+sed -i '0,/#include/s|#include|#include "file/file_internal.h"\n#include|' "$tmp/src/gpu/gpu_core.c"
+t "gpu/ including the file/ layer above it fails" 1 "gpu/ must not include file/file_internal.h" \
 	"$check" "$tmp/src"
 copy
 sed -i '0,/#include/s|#include|#include <tensorio/net.h>\n#include|' "$tmp/src/dev/buffer.c"
@@ -78,4 +82,23 @@ copy
 t "two dev/ files calling each other fail, naming both" 1 \
 	"dev/: files call each other in a cycle: dev/a.o dev/b.o" "$check" "$tmp/src" "$tmp/obj3"
 t "... unless dev/ is not among the acyclic layers" 0 "" \
-	env TIO_LAYERS_ACYCLIC=io "$check" "$tmp/src" "$tmp/obj3"
+	env TIO_LAYERS_ACYCLIC=file "$check" "$tmp/src" "$tmp/obj3"
+# Public headers: the layer is the header's own " * Layer:" line.
+copy
+headers
+sed -i 's/^ \* Layer: dev .*/ * Layer: file/' "$tmp/inc/buffer.h"
+t "a header's layer is read from the header" 1 "dev/dev_internal.h:.*dev/ must not include buffer (layer file/)" \
+	env TIO_LAYERS_HEADERS="$tmp/inc" "$check" "$tmp/src"
+headers
+sed -i '/^ \* Layer: /d' "$tmp/inc/stream.h"
+t "a public header naming no layer fails" 1 "<tensorio/stream.h>: its top comment names no layer" \
+	env TIO_LAYERS_HEADERS="$tmp/inc" "$check" "$tmp/src"
+headers
+sed -i 's/^ \* Layer: .*/ * Layer: io/' "$tmp/inc/io.h"
+t "a public header naming an unknown layer fails" 1 "<tensorio/io.h>: layer 'io' is none of" \
+	env TIO_LAYERS_HEADERS="$tmp/inc" "$check" "$tmp/src"
+headers
+sed -i '0,/#include/s|#include|#include <tensorio/stream.h>\n#include|' "$tmp/inc/tensor.h"
+t "an ffi public header including a dev header fails" 1 \
+	"<tensorio/tensor.h>:.*ffi/ must not include <tensorio/stream.h> (layer dev/)" \
+	env TIO_LAYERS_HEADERS="$tmp/inc" "$check" "$tmp/src"

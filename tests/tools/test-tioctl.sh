@@ -127,6 +127,21 @@ else
 	n=$((n + 1)); echo "ok $n # SKIP no script(1)"
 fi
 quiet "a failed --json command prints no partial JSON" "$tioctl" --json signal
+# reshard: through the save engine, to shards and back, the same bytes.
+t "reshard to shards names the index" 0 "2 tensors, .* to 2 files: .*/s/m.safetensors.index.json" \
+	sh -c "mkdir -p '$tmp/s' && '$tioctl' reshard '$tmp/ok.safetensors' '$tmp/s/m.safetensors' --max-shard-size 16"
+t "reshard writes NAME-0000k-of-0000N shards" 0 "^m-00001-of-00002.safetensors m-00002-of-00002.safetensors m.safetensors.index.json$" \
+	sh -c "ls -A '$tmp/s' | paste -sd' '"
+j "reshard --json back into one file (jq)" '.tensors == 2 and .bytes == 24 and .files == 1 and
+	(.save_ms | type) == "number" and (.direct | type) == "boolean"' \
+	"$tioctl" reshard --json "$tmp/s/m.safetensors.index.json" "$tmp/back.safetensors"
+t "reshard: one file, then shards and back, the same bytes" 0 "" sh -c \
+	"'$tioctl' reshard '$tmp/ok.safetensors' '$tmp/one.safetensors' >/dev/null && cmp '$tmp/one.safetensors' '$tmp/back.safetensors'"
+t "reshard of a missing file exits 1 (ENOENT)" 1 "ENOENT" "$tioctl" reshard "$tmp/none" "$tmp/x.safetensors"
+t "reshard into a missing directory exits 1, naming it" 1 "opening the directory of .*/nodir/x.safetensors" \
+	"$tioctl" reshard "$tmp/ok.safetensors" "$tmp/nodir/x.safetensors"
+t "reshard with a bad size exits 2" 2 "bad size" "$tioctl" reshard "$tmp/ok.safetensors" "$tmp/y" --max-shard-size lots
+t "reshard without DST exits 2" 2 "missing operand" "$tioctl" reshard "$tmp/ok.safetensors"
 
 # tioctl commands lists the library's command table: exactly the uapi's commands.
 uapi_cmds=$(sed -n 's/^#define TIO_IOC_\([A-Z_]*\)[[:space:]]*_IO.*/\1/p' "$top/uapi/linux/tensorio.h" | sort | paste -sd' ')

@@ -45,7 +45,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 ird=$work/root
-mkdir -p "$ird"/{bin,dev,proc,sys,tmp,run,tio/mods,tio/bin}
+mkdir -p "$ird"/{bin,dev,proc,sys,tmp,var/tmp,run,tio/mods,tio/bin}
 cp /bin/busybox "$ird/bin/busybox"
 cp "$here/init" "$ird/init"
 cp "$module" "$ird/tio/tensorio.ko"

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define TIO_UAPI_VERSION_MAJOR	1
-#define TIO_UAPI_VERSION_MINOR	3
+#define TIO_UAPI_VERSION_MINOR	4
 #define TIO_UAPI_VERSION	((TIO_UAPI_VERSION_MAJOR << 16) | TIO_UAPI_VERSION_MINOR)
 
 /* Feature bits reported by TIO_IOC_INFO. */
@@ -47,6 +47,7 @@ extern "C" {
 #define TIO_FEAT_SUBMIT		0x80ULL	/* TIO_IOC_SUBMIT */
 #define TIO_FEAT_ASYNC_WAIT	0x100ULL	/* parked uring waits */
 #define TIO_FEAT_RING		0x200ULL	/* RING_SETUP/RING_ENTER (uapi 1.2) */
+#define TIO_FEAT_DOORBELL	0x400ULL	/* TIO_STREAM_F_DOORBELL (uapi 1.4) */
 
 /* Bytes of payload in one command record. */
 #define TIO_CMD_PAYLOAD		48
@@ -242,9 +243,12 @@ struct tio_handle_op {
 /* The largest fence_timeout_ms module parameter, in milliseconds. */
 #define TIO_FENCE_TIMEOUT_MAX_MS	60000
 
+/* tio_stream_create.flags */
+#define TIO_STREAM_F_DOORBELL	0x1U	/* the stream has a doorbell page (uapi 1.4) */
+
 /**
  * struct tio_stream_create - TIO_IOC_STREAM_CREATE: a new fence timeline
- * @flags: in, must be zero
+ * @flags: in, TIO_STREAM_F_DOORBELL or zero
  * @handle: out
  * @seqno_offset: out, mmap offset (read-only, one page) of the __u64 word
  *		  holding the last signalled seqno
@@ -255,6 +259,12 @@ struct tio_handle_op {
  *		      module parameter, else 1..that parameter; out: the
  *		      bound in force
  * @pad: must be zero
+ * @doorbell_offset: out (since uapi 1.4): with TIO_STREAM_F_DOORBELL, the
+ *		     mmap offset (one page, MAP_SHARED, read-write) of the
+ *		     stream's doorbell, a __u64 at the start of the page that
+ *		     userspace or a device (a GPU's stream memory write) sets
+ *		     to the last point that completed; the driver signals
+ *		     every point up to it, cleanly (see docs/uapi.md); else 0
  */
 struct tio_stream_create {
 	__u32 flags;
@@ -263,10 +273,12 @@ struct tio_stream_create {
 	__u64 context;
 	__u32 fence_timeout_ms;
 	__u32 pad;
+	__u64 doorbell_offset;
 };
 
-/* The size of struct tio_stream_create in uapi 1.0, still accepted. */
+/* The sizes of struct tio_stream_create in uapi 1.0 and 1.1, still accepted. */
 #define TIO_STREAM_CREATE_SIZE_VER0	24
+#define TIO_STREAM_CREATE_SIZE_VER1	32
 
 /**
  * struct tio_fence_emit - TIO_IOC_FENCE_EMIT: add the next point

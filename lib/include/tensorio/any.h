@@ -15,6 +15,8 @@
  *    they only ever appear in views) and SmallStr/SmallBytes carry their
  *    bytes inline (up to 7, always followed by a NUL).
  *  - a call's result (ret) is owned by the caller; it starts as None.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_ANY_H
 #define TENSORIO_ANY_H

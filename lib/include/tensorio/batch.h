@@ -25,6 +25,8 @@
  *
  * A batch belongs to one thread at a time (its ring is single-issuer).
  * After tio_batch_reset() it can be refilled and submitted again.
+ *
+ * Layer: dev (lib/src/dev/)
  */
 #ifndef TENSORIO_BATCH_H
 #define TENSORIO_BATCH_H

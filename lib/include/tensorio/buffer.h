@@ -9,6 +9,8 @@
  * tio_object_decref() (or tio_buffer_decref()), and the last reference
  * frees the backend's buffer. Errors: -1 with an error raised, see
  * tensorio/context.h.
+ *
+ * Layer: dev (lib/src/dev/)
  */
 #ifndef TENSORIO_BUFFER_H
 #define TENSORIO_BUFFER_H

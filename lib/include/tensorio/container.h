@@ -5,6 +5,8 @@
  *
  * Containers are not locked: concurrent readers are fine, a writer needs
  * the container to itself.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_CONTAINER_H
 #define TENSORIO_CONTAINER_H

@@ -12,6 +12,8 @@
  * Every function of the device API returns 0 (or a documented value) on
  * success and -1 with an error raised in the calling thread on failure
  * (tensorio/error.h); tio_errno() gives the errno behind that error.
+ *
+ * Layer: dev (lib/src/dev/)
  */
 #ifndef TENSORIO_CONTEXT_H
 #define TENSORIO_CONTEXT_H

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * DLDevice to and from text: "cpu", "cuda:1", "rocm:0", "cuda_host", ...
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_DEVICE_H
 #define TENSORIO_DEVICE_H

@@ -4,6 +4,8 @@
  * header is older (Debian 12 ships 0.6): the versioned managed tensor, its
  * flags, and the data type codes and device types added since 0.6. Only
  * what the installed header lacks is declared here.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_DLPACK_H
 #define TENSORIO_DLPACK_H

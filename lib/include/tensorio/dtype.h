@@ -2,6 +2,8 @@
 /*
  * DLDataType to and from text: "float32", "int8x4", "bfloat16", "bool",
  * "float8_e4m3fn", "uint16", "complex64", "handle", ...
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_DTYPE_H
 #define TENSORIO_DTYPE_H

@@ -5,6 +5,8 @@
  * FFI call reports failure: it returns -1 and leaves the error raised in
  * the calling thread; the caller takes it with tio_error_move_from_raised()
  * or passes -1 on up (the error crosses call boundaries as it is).
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_ERROR_H
 #define TENSORIO_ERROR_H

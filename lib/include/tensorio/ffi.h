@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The FFI object/function system of libtensorio, all of it. See docs/ffi.md.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_FFI_H
 #define TENSORIO_FFI_H

@@ -8,6 +8,8 @@
  * args are views (borrowed for the call); ret is None on entry and owned by
  * the caller afterwards; 0 on success, -1 with an error raised in the
  * calling thread (tensorio/error.h).
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_FUNCTION_H
 #define TENSORIO_FUNCTION_H

@@ -32,11 +32,13 @@
  *   registered with CUDA and HIP at once; each registration ends on its
  *   own);
  * - asynchronous host<->device copies on a GPU stream;
- * - stream -> fence: a host function on the GPU stream signals a tensorio
- *   stream point once the work before it is done;
+ * - stream -> fence: once the work before it is done, the GPU stream
+ *   writes a tensorio stream point into the stream's doorbell (a 64-bit
+ *   write-value operation; streams made with TIO_STREAM_DOORBELL, devices
+ *   with TIO_GPU_CAP_WRITE_VALUE64), else a host function signals it;
  * - fence -> stream: the GPU stream waits (a 64-bit wait-value operation,
  *   GEQ) on the tensorio stream's seqno word, registered read-only and
- *   device-mapped;
+ *   device-mapped (or on its doorbell, for a point a GPU stream writes);
  * - dma-buf export of GPU memory, and its import as a tensorio buffer on the
  *   kernel backend.
  *
@@ -46,6 +48,8 @@
  * tio_errno() maps it: ENODEV (no driver or device), ENOMEM (out of
  * memory), EINVAL (invalid value), EOPNOTSUPP (not supported by this
  * device or backend), EIO (any other error).
+ *
+ * Layer: gpu (lib/src/gpu/)
  */
 #ifndef TENSORIO_GPU_H
 #define TENSORIO_GPU_H
@@ -113,6 +117,7 @@ TIO_API int tio_gpu_device_name(DLDevice dev, char *name, size_t len);
 #define TIO_GPU_CAP_WAIT_VALUE64	1	/* fence -> stream */
 #define TIO_GPU_CAP_READONLY_REGISTER	2	/* read-only host registration */
 #define TIO_GPU_CAP_DMABUF		3	/* dma-buf export of device memory */
+#define TIO_GPU_CAP_WRITE_VALUE64	4	/* stream -> fence by a doorbell write */
 
 /**
  * tio_gpu_device_supports() - whether a device has a capability
@@ -156,6 +161,19 @@ TIO_API int tio_gpu_stream_create(DLDevice dev, tio_gpu_stream_t **out);
  * it returns.
  */
 TIO_API void tio_gpu_stream_destroy(tio_gpu_stream_t *gs);
+
+/**
+ * tio_gpu_stream_wrap() - a stream the caller owns (a framework's), for
+ * the calls that take a tio_gpu_stream_t
+ * @dev: its device
+ * @handle: the CUstream or hipStream_t; NULL is the device's default stream
+ * @out: the wrapper; tio_gpu_stream_destroy() frees it and leaves the
+ *	stream alone (neither waits for nor destroys it)
+ *
+ * Return: 0, or -1 with an error raised (ENODEV, EINVAL as
+ * tio_gpu_stream_create()).
+ */
+TIO_API int tio_gpu_stream_wrap(DLDevice dev, void *handle, tio_gpu_stream_t **out);
 
 /**
  * tio_gpu_stream_handle() - the vendor's stream, to enqueue the caller's
@@ -270,12 +288,19 @@ TIO_API int tio_gpu_buffer_device_ptr(tio_buffer_t *buf, DLDevice dev, uint64_t 
  * @s: the tensorio stream
  * @seqno: an emitted point of @s
  *
- * Enqueues a host function (cuLaunchHostFunc, hipLaunchHostFunc) that
- * signals @seqno once the work enqueued before it is done. The function
- * makes no vendor call; it signals through the backend (an ioctl or a
- * futex). @s is kept alive until then, and released by the next
- * tio_gpu_stream_sync(), _query() that finds the stream done, or
- * _destroy() of any stream of the vendor.
+ * Signals @seqno once the work enqueued before it is done. On a stream
+ * with a doorbell (tio_stream_create_flags(TIO_STREAM_DOORBELL)) and a
+ * device with TIO_GPU_CAP_WRITE_VALUE64, the GPU stream writes @seqno into
+ * the doorbell (cuStreamWriteValue64, hipStreamWriteValue64; the doorbell
+ * page is registered read-write on first use): no host callback, no
+ * system call. Doorbell writes of one stream only grow: a point at or
+ * below one already written, or from another GPU stream while an earlier
+ * write has not landed, goes the other way. Otherwise a host function
+ * (cuLaunchHostFunc, hipStreamAddCallback) signals it; it makes no vendor
+ * call and signals through the backend (an ioctl or a futex). @s is kept
+ * alive until the function ran or the write landed, and released by the
+ * next tio_gpu_stream_sync(), _query() that finds the stream done,
+ * _destroy() of any stream of the vendor, or signal.
  *
  * Return: 0, or -1 with an error raised (EINVAL for a seqno never emitted).
  */
@@ -302,10 +327,14 @@ TIO_API int tio_gpu_stream_record_fence(tio_gpu_stream_t *gs, tio_stream_t *s,
  * Work enqueued on @gs afterwards starts once @s's seqno word reaches
  * @seqno (cuStreamWaitValue64 with CU_STREAM_WAIT_VALUE_GEQ on the word,
  * registered read-only and device-mapped on first use; the registration
- * ends when @s is freed). The GPU sees only the seqno, not a point's error.
+ * ends when @s is freed). A point a GPU stream is to write into @s's
+ * doorbell (tio_gpu_stream_signal_fence()) and that has not signalled is
+ * waited for on the doorbell, where it shows first. The GPU sees only the
+ * seqno, not a point's error.
  *
  * Return: 0, or -1 with an error raised (EOPNOTSUPP when the device lacks
- * 64-bit stream memory operations or read-only host registration).
+ * 64-bit stream memory operations, or read-only host registration for a
+ * wait on the seqno word).
  */
 TIO_API int tio_gpu_stream_wait_fence(tio_gpu_stream_t *gs, tio_stream_t *s,
 				      uint64_t seqno);

@@ -6,6 +6,8 @@
  * opened O_DIRECT when offsets, length and memory are block aligned and the
  * file system accepts it, the range goes in chunks with a bounded number
  * in flight, and short transfers are resubmitted for the rest.
+ *
+ * Layer: file (lib/src/file/)
  */
 #ifndef TENSORIO_IO_H
 #define TENSORIO_IO_H

@@ -17,6 +17,8 @@
  * "ffi.Module.load_from_bytes.<kind>"), whose root is what the load returns.
  * A module is unloaded (dlclose) when the last reference to it goes;
  * every Function got from it holds one.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_MODULE_H
 #define TENSORIO_MODULE_H

@@ -7,6 +7,8 @@
  *
  * Functions return 0 or -1 with an error raised (tio_error_*) that names
  * the transport and the peer; tio_errno() gives its errno.
+ *
+ * Layer: net (libtensorio-net, lib/net/)
  */
 #ifndef TENSORIO_NET_H
 #define TENSORIO_NET_H

@@ -11,6 +11,8 @@
  * last strong reference goes (destroy the contents, keep the memory), with
  * TIO_DELETER_WEAK when the last weak reference goes (free the memory), or
  * with TIO_DELETER_BOTH when both go at once.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_OBJECT_H
 #define TENSORIO_OBJECT_H

@@ -19,6 +19,8 @@
  * release then frees). The limit defaults to a quarter of physical memory,
  * TIO_PINNED_CACHE_LIMIT=<bytes> or tio_pinned_set_limit() changes it.
  * Thread-safe.
+ *
+ * Layer: dev (lib/src/dev/)
  */
 #ifndef TENSORIO_PINNED_H
 #define TENSORIO_PINNED_H

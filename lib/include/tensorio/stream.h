@@ -3,11 +3,15 @@
  * Streams: fence timelines. Points are emitted with increasing seqnos and
  * signalled in order, optionally with an error every signalled point
  * carries. The last signalled seqno is a 64-bit word in a read-only page
- * that CPU (and GPU) waiters poll without a system call.
+ * that CPU (and GPU) waiters poll without a system call. A stream may
+ * also have a doorbell, a word the caller or a device writes to complete
+ * points without a system call (tio_stream_create_flags()).
  *
  * A tio_stream_t is an FFI object (type "tio.Stream"), reference counted
  * like a buffer; the last reference destroys the timeline, cancelling the
  * points not yet signalled (-ECANCELED).
+ *
+ * Layer: dev (lib/src/dev/)
  */
 #ifndef TENSORIO_STREAM_H
 #define TENSORIO_STREAM_H
@@ -28,6 +32,41 @@ extern "C" {
  * Return: 0, or -1 with an error raised.
  */
 TIO_API int tio_stream_create(tio_stream_t **out);
+
+/* tio_stream_create_flags(): the stream has a doorbell (tio_stream_doorbell()). */
+#define TIO_STREAM_DOORBELL	0x1u
+
+/**
+ * tio_stream_create_flags() - a new timeline, with options
+ * @flags: 0, or TIO_STREAM_DOORBELL: the stream gets a doorbell, a 64-bit
+ *	   word that the caller or a device (a GPU's stream memory write:
+ *	   tio_gpu_stream_signal_fence() uses it) sets to the last point that
+ *	   completed; the points up to it then signal, cleanly, without a
+ *	   system call from whoever completed them. Waiters of such a stream
+ *	   look at the doorbell themselves (the user backend: a short spin,
+ *	   then naps growing to 1 ms; the kernel backend: the driver reads it
+ *	   while a point has a waiter)
+ * @out: the stream (one reference, the caller's)
+ *
+ * Return: 0, or -1 with an error raised (EINVAL for an unknown flag,
+ * EOPNOTSUPP for a doorbell from a driver older than uapi 1.4).
+ */
+TIO_API int tio_stream_create_flags(uint32_t flags, tio_stream_t **out);
+
+/**
+ * tio_stream_doorbell() - the doorbell word of a stream that has one
+ * @s: a stream created with TIO_STREAM_DOORBELL
+ *
+ * The word is read-write, mapped on first use for the life of @s. Store
+ * the last completed point into it (a release store, in increasing
+ * order; a device writes it the same way once its work before the point
+ * is done); it never signals a point not emitted yet, and a value lower
+ * than one already there changes nothing.
+ *
+ * Return: its address (valid while @s lives), or NULL with an error
+ * raised (EINVAL when @s has no doorbell).
+ */
+TIO_API volatile uint64_t *tio_stream_doorbell(tio_stream_t *s);
 
 /**
  * tio_stream_decref() - drop a reference (NULL is ignored)
@@ -88,6 +127,10 @@ TIO_API const volatile uint64_t *tio_stream_seqno_word(tio_stream_t *s);
 /**
  * tio_stream_signalled() - the last signalled seqno, read from the word
  * @s: the stream
+ *
+ * On a stream whose doorbell is mapped, the doorbell's value when it is
+ * ahead of the word: the points it covers have completed, and signal at
+ * the next wait or look of the backend.
  *
  * Return: the seqno (0 when the word cannot be mapped; an error is raised then).
  */

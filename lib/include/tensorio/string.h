@@ -3,6 +3,8 @@
  * Strings and bytes: up to TIO_SMALL_STR_MAX (7) bytes inline in the Any
  * (SmallStr, SmallBytes), heap objects beyond (Str, Bytes). The text of
  * both is always followed by a NUL that the length does not count.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_STRING_H
 #define TENSORIO_STRING_H

@@ -8,6 +8,8 @@
  * calls its deleter exactly once, when the Tensor object goes. An exported
  * managed tensor holds a reference to the Tensor until the consumer calls
  * its deleter.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_TENSOR_H
 #define TENSORIO_TENSOR_H

@@ -15,6 +15,8 @@
  * process runs, so readers take no lock. Every info struct starts with its
  * size, so that it can grow without breaking callers: set struct_size to
  * sizeof() of the struct you were compiled with.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_TYPE_H
 #define TENSORIO_TYPE_H

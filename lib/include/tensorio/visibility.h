@@ -2,6 +2,8 @@
 /*
  * Symbol visibility: the library builds with -fvisibility=hidden and exports
  * only what is marked TIO_API and listed in libtensorio.map.
+ *
+ * Layer: ffi (lib/src/ffi/, the FFI core)
  */
 #ifndef TENSORIO_VISIBILITY_H
 #define TENSORIO_VISIBILITY_H

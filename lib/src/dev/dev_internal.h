@@ -99,8 +99,8 @@ struct tio_queue {
  *	TIO_SUBMIT_F_CONTINUE; *@done is the number processed. Returns the
  *	number of processed records that failed, or a negative errno. It
  *	may process fewer than @n (its limit, max_submit): *@done says
- * @map: map @len bytes at the mmap offset @offset (a buffer window or a
- *	stream's seqno page); 0 (a new mapping, @unmap it), 1 (the backend's
+ * @map: map @len bytes at the mmap offset @offset (a buffer window, a
+ *	stream's seqno or doorbell page); 0 (a new mapping, @unmap it), 1 (the backend's
  *	own mapping, valid until the handle is freed: never unmapped by the
  *	caller) or a negative errno
  * @unmap: undo @map
@@ -234,7 +234,7 @@ int tio_desc_explain(const struct tio_tensor_desc *d, uint64_t size, char *why, 
  * @mapped: whether @data is ours to unmap
  * @lock: protects @data, @gpu and @gpu_unregister
  * @ctx: the context
- * @gpu: GPU registrations of @data (gpu_core.c, one per vendor), or NULL
+ * @gpu: GPU registrations of @data (gpu_mem.c, one per vendor), or NULL
  * @gpu_unregister: undoes @gpu; the finalizer calls it first
  * @recycle: for a pinned-cache buffer (pin_cache.c), takes over the handle
  *	and the memory in place of the finalizer's free, or NULL
@@ -265,22 +265,36 @@ struct tio_buffer {
  * @handle: the backend handle
  * @context: the timeline's fence context
  * @seqno_offset: mmap offset of the seqno page
+ * @doorbell_offset: mmap offset of the doorbell page, 0 without one
  * @word: the mapped seqno word, or NULL until mapped
- * @lock: protects @word, @gpu and @gpu_unregister
+ * @bell: the mapped doorbell word, or NULL until mapped
+ * @borrowed: which of @word (1) and @bell (2) are the backend's own
+ *	      mappings, never unmapped here
+ * @lock: protects @word, @bell, @borrowed, @gpu, @gpu_unregister,
+ *	  @gpu_upto and @gpu_writer
  * @ctx: the context
- * @gpu: GPU registrations of the seqno page (gpu_core.c), or NULL
+ * @gpu: GPU registrations of the seqno and doorbell pages (gpu_fence.c),
+ *	 or NULL
  * @gpu_unregister: undoes @gpu; the finalizer calls it first
+ * @gpu_upto: the last point a GPU stream was asked to write into the
+ *	      doorbell (gpu_fence.c), 0 if none
+ * @gpu_writer: the vendor stream that was asked
  */
 struct tio_stream {
 	tio_object_t header;
 	int64_t handle;
 	int64_t context;
 	uint64_t seqno_offset;
+	uint64_t doorbell_offset;
 	const volatile uint64_t *word;
+	volatile uint64_t *bell;
+	unsigned int borrowed;
 	pthread_mutex_t lock;
 	struct tio_ctx *ctx;
 	void *gpu;
 	void (*gpu_unregister)(void *obj);
+	uint64_t gpu_upto;
+	const void *gpu_writer;
 };
 
 /* buffer.c, stream.c: wrap a handle the backend just created. */

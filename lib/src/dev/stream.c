@@ -2,7 +2,7 @@
 /*
  * tio.Stream: an FFI object owning one backend timeline handle.
  *
- * Locking: s->lock guards the lazily mapped seqno word.
+ * Locking: s->lock guards the lazily mapped seqno and doorbell words.
  */
 #include <errno.h>
 #include <string.h>
@@ -19,8 +19,10 @@ static void tio_stream_finalize(void *self)
 
 	if (s->gpu_unregister)
 		s->gpu_unregister(s);
-	if (s->word)
+	if (s->word && !(s->borrowed & 1))
 		s->ctx->ops->unmap(s->ctx, (void *)s->word, s->ctx->page_size);
+	if (s->bell && !(s->borrowed & 2))
+		s->ctx->ops->unmap(s->ctx, (void *)s->bell, s->ctx->page_size);
 	s->ctx->ops->exec(s->ctx, TIO_IOC_STREAM_DESTROY, &op);
 	pthread_mutex_destroy(&s->lock);
 	tio_ctx_put(s->ctx, 1);
@@ -50,6 +52,7 @@ int tio_stream_wrap(struct tio_ctx *ctx, const struct tio_stream_create *sc,
 	s->handle = sc->handle;
 	s->context = (int64_t)sc->context;
 	s->seqno_offset = sc->seqno_offset;
+	s->doorbell_offset = sc->doorbell_offset;
 	s->ctx = ctx;
 	pthread_mutex_init(&s->lock, NULL);
 	tio_ctx_hold(ctx, 1);
@@ -57,16 +60,33 @@ int tio_stream_wrap(struct tio_ctx *ctx, const struct tio_stream_create *sc,
 	return 0;
 }
 
-int tio_stream_create(tio_stream_t **out)
+_Static_assert(TIO_STREAM_DOORBELL == TIO_STREAM_F_DOORBELL,
+	       "tensorio/stream.h and the uapi name the same flag");
+
+int tio_stream_create_flags(uint32_t flags, tio_stream_t **out)
 {
 	const struct tio_cmd_desc *cmd = &tio_cmds[TIO_CMD_STREAM_CREATE];
 	struct tio_ctx *ctx = tio_ctx_get();
+	int64_t v[1] = { flags };
 	struct tio_cmd c;
 
-	if (TIO_UNLIKELY(!ctx) || tio_cmd_fill(cmd, c.payload.bytes, NULL, 0) ||
-	    tio_exec(ctx, cmd, c.payload.bytes))
+	if (TIO_UNLIKELY(!ctx))
+		return -1;
+	if (flags & ~TIO_STREAM_DOORBELL)
+		return tio_raise_errno(EINVAL, "tio_stream_create_flags: unknown flags %#x",
+				       flags & ~TIO_STREAM_DOORBELL);
+	if ((flags & TIO_STREAM_DOORBELL) && !(ctx->info.features & TIO_FEAT_DOORBELL))
+		return tio_raise_errno(EOPNOTSUPP,
+				       "stream doorbells: the driver has none (uapi %u.%u; 1.4 has them)",
+				       ctx->info.version >> 16, ctx->info.version & 0xffff);
+	if (tio_cmd_fill(cmd, c.payload.bytes, v, 1) || tio_exec(ctx, cmd, c.payload.bytes))
 		return -1;
 	return tio_stream_wrap(ctx, (struct tio_stream_create *)c.payload.bytes, out);
+}
+
+int tio_stream_create(tio_stream_t **out)
+{
+	return tio_stream_create_flags(0, out);
 }
 
 /*
@@ -126,37 +146,70 @@ int tio_fence_wait(tio_stream_t *s, uint64_t seqno, int64_t timeout_ns, int *sta
 	return 0;
 }
 
-const volatile uint64_t *tio_stream_seqno_word(tio_stream_t *s)
+/*
+ * The page at @offset of @s mapped into *@slot on first use (the word at
+ * its start; @bit in @borrowed when it is the backend's own mapping);
+ * NULL with an error raised that names @what.
+ */
+static void *tio_stream_map(tio_stream_t *s, void **slot, unsigned int bit,
+			    uint64_t offset, int prot, const char *what)
 {
-	const volatile uint64_t *w;
-	void *p;
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	int ret;
 
-	w = __atomic_load_n(&s->word, __ATOMIC_ACQUIRE);
-	if (w)
-		return w;
+	if (p)
+		return p;
 	pthread_mutex_lock(&s->lock);
-	if (!s->word) {
-		ret = s->ctx->ops->map(s->ctx, s->seqno_offset, s->ctx->page_size,
-				       PROT_READ, &p);
-		if (ret) {
+	if (!*slot) {
+		ret = s->ctx->ops->map(s->ctx, offset, s->ctx->page_size, prot, &p);
+		if (ret < 0) {
 			pthread_mutex_unlock(&s->lock);
-			tio_raise_errno(ret, "mapping the seqno word of stream %lld",
+			tio_raise_errno(-ret, "mapping the %s of stream %lld", what,
 					(long long)s->handle);
 			return NULL;
 		}
-		__atomic_store_n(&s->word, p, __ATOMIC_RELEASE);
+		if (ret)
+			s->borrowed |= bit;
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
 	}
-	w = s->word;
+	p = *slot;
 	pthread_mutex_unlock(&s->lock);
-	return w;
+	return p;
+}
+
+const volatile uint64_t *tio_stream_seqno_word(tio_stream_t *s)
+{
+	return tio_stream_map(s, (void **)&s->word, 1, s->seqno_offset, PROT_READ,
+			      "seqno word");
+}
+
+volatile uint64_t *tio_stream_doorbell(tio_stream_t *s)
+{
+	if (!s->doorbell_offset) {
+		tio_raise_errno(EINVAL, "stream %lld has no doorbell (create it with TIO_STREAM_DOORBELL)",
+				(long long)s->handle);
+		return NULL;
+	}
+	return tio_stream_map(s, (void **)&s->bell, 2, s->doorbell_offset,
+			      PROT_READ | PROT_WRITE, "doorbell");
 }
 
 uint64_t tio_stream_signalled(tio_stream_t *s)
 {
 	const volatile uint64_t *w = tio_stream_seqno_word(s);
+	const volatile uint64_t *b = __atomic_load_n(&s->bell, __ATOMIC_ACQUIRE);
+	uint64_t v, rung;
 
-	return w ? __atomic_load_n(w, __ATOMIC_ACQUIRE) : 0;
+	if (!w)
+		return 0;
+	v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	/* Points the doorbell covers completed: they signal at the next look. */
+	if (b) {
+		rung = __atomic_load_n(b, __ATOMIC_ACQUIRE);
+		if (rung > v)
+			v = rung;
+	}
+	return v;
 }
 
 int tio_fence_export(tio_stream_t *s, uint64_t seqno,

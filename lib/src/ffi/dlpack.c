@@ -74,6 +74,7 @@ static void export_versioned_deleter(DLManagedTensorVersioned *mt)
 	free(mt);
 }
 
+TIO_HOT_ALIGN
 int tio_tensor_from_dlpack(DLManagedTensor *mt, int32_t require_alignment,
 			   int32_t require_contiguous, tio_object_t **out)
 {
@@ -91,6 +92,7 @@ int tio_tensor_from_dlpack(DLManagedTensor *mt, int32_t require_alignment,
 		      require_contiguous, out);
 }
 
+TIO_HOT_ALIGN
 int tio_tensor_from_dlpack_versioned(DLManagedTensorVersioned *mt, int32_t require_alignment,
 				     int32_t require_contiguous, tio_object_t **out)
 {

@@ -6,8 +6,10 @@
  * captured when it was made, then its kind and message (both
  * NUL-terminated). The addresses become text only when the backtrace is
  * first read (tio_error_backtrace(), update_backtrace); the text is a
- * separate allocation so that update_backtrace can replace or extend it. The raised error of a thread
- * lives in a TLS slot; a pthread key releases it when the thread exits.
+ * separate allocation so that update_backtrace can replace or extend it.
+ * The raised error of a thread lives in a TLS slot, which a pthread key
+ * releases when the thread exits; or, once another TVM FFI runtime is
+ * found in the process (foreign_rt.c), in that runtime's slot.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -244,11 +246,49 @@ static void raised_key_init(void)
 		abort();
 }
 
+/* Takes the thread's own slot's error (a new reference), or NULL. */
+static tio_object_t *local_take(void)
+{
+	tio_object_t *e = raised;
+
+	if (e) {
+		raised = NULL;
+		pthread_setspecific(raised_key, NULL);
+		raised_key_set = 0;
+	}
+	return e;
+}
+
+/*
+ * With a foreign runtime: its slot is the thread's raised error. It reads
+ * the backtrace from the cell, so ours is symbolised first.
+ */
+static void foreign_set_owned(const struct tio__foreign_rt *rt, tio_object_t *err)
+{
+	struct error_impl *x = err ? impl_of(err) : NULL;
+	void *old = NULL;
+
+	if (x)
+		error_symbolise(x);
+	tio_object_decref(local_take());
+	if (err)
+		rt->set(err);
+	else
+		rt->move(&old);
+	tio_object_decref(old);
+	tio_object_decref(err);
+}
+
 /* Takes over the reference @err carries. */
 static void set_raised_owned(tio_object_t *err)
 {
+	const struct tio__foreign_rt *rt = tio__foreign_rt();
 	tio_object_t *old = raised;
 
+	if (rt) {
+		foreign_set_owned(rt, err);
+		return;
+	}
 	if (!raised_key_set) {
 		pthread_once(&raised_once, raised_key_init);
 		raised_key_set = 1;
@@ -266,20 +306,39 @@ void tio_error_set_raised(tio_object_t *err)
 	set_raised_owned(err);
 }
 
+/*
+ * The foreign runtime's slot holds what was raised since it was found;
+ * ours, what was raised before (nothing when the foreign one has one).
+ */
 tio_object_t *tio_error_move_from_raised(void)
 {
-	tio_object_t *e = raised;
+	tio_object_t *e = local_take();
+	const struct tio__foreign_rt *rt = e ? tio__foreign_rt_joined() : tio__foreign_rt();
+	void *f = NULL;
 
-	if (e) {
-		raised = NULL;
-		pthread_setspecific(raised_key, NULL);
-		raised_key_set = 0;
+	if (rt) {
+		rt->move(&f);
+		if (f) {
+			tio_object_decref(e);
+			e = f;
+		}
 	}
 	return e;
 }
 
 tio_object_t *tio_error_peek_raised(void)
 {
+	const struct tio__foreign_rt *rt = raised ? tio__foreign_rt_joined() : tio__foreign_rt();
+	void *f = NULL;
+
+	if (rt) {
+		rt->move(&f);
+		if (f) {	/* put back: the slot's reference keeps it valid */
+			rt->set(f);
+			tio_object_decref(f);
+			return f;
+		}
+	}
 	return raised;
 }
 

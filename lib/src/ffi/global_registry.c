@@ -3,13 +3,21 @@
  * The global function registry.
  *
  * Writers (set, remove) hold reg_lock and bump reg_gen after every change.
- * Readers go through a per-thread direct-mapped cache whose entries own a
- * reference to their Function and remember the generation they were filled
- * at: an entry whose generation is the current one is still what the
- * registry holds, so a hit takes no lock and touches no shared cache line
- * except the Function's refcount. A miss looks the name up under reg_lock
- * and refills the entry. A thread's cache is released when it exits (and
- * by tio_debug_live_objects() for the calling thread).
+ * Readers go through a per-thread direct-mapped cache whose entries own
+ * references to their Function and remember the generation they were
+ * filled at: an entry whose generation is the current one is still what
+ * the registry holds, so a hit takes no lock and touches no shared cache
+ * line. A miss looks the name up under reg_lock and refills the entry. A
+ * thread's cache is released when it exits (and by
+ * tio_debug_live_objects() for the calling thread).
+ *
+ * A hit is a lookup of a name the thread looked up before, mostly from the
+ * same pointer (a string literal, a name kept): a small table indexed by
+ * the pointer finds the entry without hashing the name, whose bytes are
+ * then compared. Each entry also holds a batch of spare strong references
+ * taken with one atomic add: a hit hands out one of them, so that a lookup
+ * and the caller's release are one atomic operation, not two. The spares
+ * go back when the entry is refilled or released.
  */
 #include <pthread.h>
 
@@ -32,28 +40,45 @@ static uint64_t reg_gen = 1;		/* written under reg_lock, read lock-free */
 
 #define CACHE_SIZE 64
 #define CACHE_NAME_MAX 47
+#define CACHE_BY_PTR 16
+#define CACHE_SPARE 64		/* references taken at a time */
 
 struct cache_entry {
 	uint64_t gen;
 	uint64_t hash;
-	tio_object_t *func;
+	tio_object_t *func;	/* holds 1 + spare references */
+	const char *key;	/* the pointer last looked up with */
 	uint32_t len;
+	uint32_t spare;
 	char name[CACHE_NAME_MAX + 1];
 };
 
-static TIO_TLS struct cache_entry *cache;
+struct cache {
+	struct cache_entry e[CACHE_SIZE];
+	struct cache_entry *by_ptr[CACHE_BY_PTR];
+};
+
+static TIO_TLS struct cache *cache;
 static pthread_key_t cache_key;
 static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
 
+/* Drop the references of @ce. */
+static void entry_release(struct cache_entry *ce)
+{
+	tio__object_decref_n(ce->func, 1 + ce->spare);
+	ce->func = NULL;
+	ce->spare = 0;
+}
+
 static void cache_free(void *arg)
 {
-	struct cache_entry *c = arg;
+	struct cache *c = arg;
 	int i;
 
 	if (c == cache)
 		cache = NULL;
 	for (i = 0; i < CACHE_SIZE; i++)
-		tio_object_decref(c[i].func);
+		entry_release(&c->e[i]);
 	free(c);
 }
 
@@ -67,7 +92,7 @@ static void cache_key_init(void)
 
 void tio__func_cache_flush(void)
 {
-	struct cache_entry *c = cache;
+	struct cache *c = cache;
 
 	if (!c)
 		return;
@@ -76,14 +101,14 @@ void tio__func_cache_flush(void)
 	cache_free(c);
 }
 
-static struct cache_entry *cache_get(void)
+static struct cache *cache_get(void)
 {
-	struct cache_entry *c = cache;
+	struct cache *c = cache;
 
 	if (c)
 		return c;
 	pthread_once(&cache_once, cache_key_init);
-	c = calloc(CACHE_SIZE, sizeof(*c));
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	cache = c;
@@ -228,10 +253,31 @@ int tio_func_remove_global(const char *name)
 	return 0;
 }
 
-static int lookup_slow(const char *name, size_t len, uint64_t hash,
-		       struct cache_entry *ce, tio_object_t **out)
+static unsigned int by_ptr_slot(const char *name)
 {
-	tio_object_t *f = NULL, *drop = NULL;
+	return (unsigned int)(((uintptr_t)name * 0x9e3779b97f4a7c15ull) >> 60) &
+	       (CACHE_BY_PTR - 1);
+}
+
+/* A hit: one of the entry's spare references, or a new batch of them. */
+static int hand_out(struct cache_entry *ce, tio_object_t **out)
+{
+	if (TIO_LIKELY(ce->spare)) {
+		ce->spare--;
+	} else {
+		__atomic_fetch_add(&ce->func->combined_ref_count, CACHE_SPARE, __ATOMIC_RELAXED);
+		ce->spare = CACHE_SPARE - 1;
+	}
+	*out = ce->func;
+	return 0;
+}
+
+static int lookup_slow(const char *name, size_t len, uint64_t hash,
+		       struct cache *c, tio_object_t **out)
+{
+	struct cache_entry *ce = c ? &c->e[hash & (CACHE_SIZE - 1)] : NULL;
+	struct cache_entry old = { 0 };
+	tio_object_t *f = NULL;
 	struct entry *e;
 
 	pthread_mutex_lock(&reg_lock);
@@ -240,51 +286,82 @@ static int lookup_slow(const char *name, size_t len, uint64_t hash,
 		f = e->func;
 		tio_object_incref(f);
 		if (ce) {
-			drop = ce->func;
+			old = *ce;
 			tio_object_incref(f);
 			ce->func = f;
+			ce->spare = 0;
 			ce->gen = reg_gen;
 			ce->hash = hash;
 			ce->len = (uint32_t)len;
 			memcpy(ce->name, name, len);
 			ce->name[len] = '\0';
+			ce->key = name;
+			c->by_ptr[by_ptr_slot(name)] = ce;
 		}
 	}
 	pthread_mutex_unlock(&reg_lock);
-	tio_object_decref(drop);
+	entry_release(&old);
 	*out = f;
 	return 0;
 }
 
-int tio_func_get_global(const char *name, tio_object_t **out)
+/* The cache's fast path: 0 on a hit (*out set), else -1. No call: a leaf. */
+static inline int lookup_hit(const char *name, size_t len, tio_object_t **out)
 {
-	if (TIO_UNLIKELY(!name || !out))
-		return tio_error_raise("ValueError", "name and output must be given");
-	return tio_func_get_global_n(name, strlen(name), out);
+	struct cache *c = cache;
+	struct cache_entry *ce;
+
+	if (TIO_UNLIKELY(!c || !out || len > CACHE_NAME_MAX))
+		return -1;
+	ce = c->by_ptr[by_ptr_slot(name)];
+	if (TIO_LIKELY(ce && ce->key == name && ce->len == len &&
+		       ce->gen == __atomic_load_n(&reg_gen, __ATOMIC_ACQUIRE) &&
+		       tio__bytes_eq(ce->name, name, len)))
+		return hand_out(ce, out);
+	return -1;
 }
 
-int tio_func_get_global_n(const char *name, size_t len, tio_object_t **out)
+/* Not found from the pointer: the name's hash, then the registry. */
+static __attribute__((noinline)) int lookup_miss(const char *name, size_t len,
+						 tio_object_t **out)
 {
-	struct cache_entry *c = cache, *ce = NULL;
-	uint64_t hash;
+	struct cache *c = len <= CACHE_NAME_MAX ? cache_get() : NULL;
+	uint64_t hash = tio__hash_bytes(name, len);
+	struct cache_entry *ce;
 
-	if (TIO_UNLIKELY((!name && len) || !out))
-		return tio_error_raise("ValueError", "name and output must be given");
-	hash = tio__hash_bytes(name, len);
-	if (TIO_LIKELY(c && len <= CACHE_NAME_MAX)) {
-		ce = &c[hash & (CACHE_SIZE - 1)];
+	if (c) {
+		ce = &c->e[hash & (CACHE_SIZE - 1)];
 		if (ce->gen == __atomic_load_n(&reg_gen, __ATOMIC_ACQUIRE) && ce->hash == hash &&
 		    ce->len == len && tio__bytes_eq(ce->name, name, len)) {
-			tio_object_incref(ce->func);
-			*out = ce->func;
-			return 0;
+			ce->key = name;
+			c->by_ptr[by_ptr_slot(name)] = ce;
+			return hand_out(ce, out);
 		}
-	} else if (len <= CACHE_NAME_MAX) {
-		c = cache_get();
-		if (c)
-			ce = &c[hash & (CACHE_SIZE - 1)];
 	}
-	return lookup_slow(name, len, hash, ce, out);
+	return lookup_slow(name, len, hash, c, out);
+}
+
+TIO_HOT_ALIGN
+int tio_func_get_global(const char *name, tio_object_t **out)
+{
+	size_t len;
+
+	if (TIO_UNLIKELY(!name || !out))
+		return tio_error_raise("ValueError", "name and output must be given");
+	len = strlen(name);
+	if (TIO_LIKELY(!lookup_hit(name, len, out)))
+		return 0;
+	return lookup_miss(name, len, out);
+}
+
+TIO_HOT_ALIGN
+int tio_func_get_global_n(const char *name, size_t len, tio_object_t **out)
+{
+	if (TIO_LIKELY(!lookup_hit(name, len, out)))
+		return 0;
+	if (TIO_UNLIKELY((!name && len) || !out))
+		return tio_error_raise("ValueError", "name and output must be given");
+	return lookup_miss(name, len, out);
 }
 
 int tio_func_call_global(const char *name, const tio_any_t *args, int32_t nargs,

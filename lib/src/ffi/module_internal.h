@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The Module object's private layout, shared by module.c and module_bin.c.
+ * The Module object's private layout and what its files share: module.c
+ * (the object), module_load.c (shared objects), module_syslib.c (system
+ * libraries, context symbols) and module_bin.c (embedded module trees).
  */
 #ifndef TIO_MODULE_INTERNAL_H
 #define TIO_MODULE_INTERNAL_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "ffi/ffi_internal.h"
 
@@ -14,6 +17,7 @@
 #define TIO_MODULE_BIN_SYMBOL "__tvm_ffi__library_bin"
 #define TIO_MODULE_METADATA_PREFIX "__tvm_ffi__metadata_"
 #define TIO_MODULE_DOC_PREFIX "__tvm_ffi__doc_"
+#define TIO_MODULE_PREFIX_LEN (sizeof(TIO_MODULE_SYMBOL_PREFIX) - 1)
 
 struct module_obj {
 	tio_object_t header;
@@ -38,5 +42,23 @@ int tio__module_add_import(struct module_obj *m, tio_object_t *child);
  */
 int tio__module_bin_load(struct module_obj *lib, const char *path, const unsigned char *bin,
 			 size_t size, tio_object_t **root);
+
+/* qsort() and bsearch() order of a module's names (char *). */
+static inline int tio__module_cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * module_syslib.c: set each registered context symbol NAME for which
+ * @find(@arg, NAME) gives the address of a void * in a library.
+ */
+void tio__module_set_context_symbols(void **(*find)(void *arg, const char *name), void *arg);
+
+/* module_syslib.c: the function @name of the system library of @prefix, or NULL. */
+void *tio__syslib_function(const char *prefix, const char *name);
+
+/* module_syslib.c: the function names of the system library of @prefix. */
+int tio__syslib_list(const char *prefix, tio_any_t *out);
 
 #endif /* TIO_MODULE_INTERNAL_H */

@@ -1,14 +1,30 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * Strings and bytes: inline in the Any up to 7 bytes, else one allocation
- * holding the object and its NUL-terminated contents.
+ * holding the object and its NUL-terminated contents. Those of up to
+ * STR_BLOCK bytes in all are one block size, whose blocks the releasing
+ * thread keeps for its next string (obj_cache.h).
  */
-#include "ffi/ffi_internal.h"
+#include "ffi/obj_cache.h"
 
+#define STR_BLOCK 128
+
+static size_t str_size(size_t len)
+{
+	return sizeof(tio_str_obj_t) + len + 1;
+}
+
+TIO_HOT_ALIGN
 static void str_deleter(void *self, int flags)
 {
-	if (flags & TIO_DELETER_WEAK)
-		tio__obj_free(self);
+	tio_str_obj_t *s = self;
+
+	if (!(flags & TIO_DELETER_WEAK))
+		return;
+	if (str_size(s->bytes.size) <= STR_BLOCK)
+		tio__obj_cache_free(OBJ_CACHE_STR, s);
+	else
+		tio__obj_free(s);
 }
 
 static int make(int32_t small, int32_t big, const void *data, size_t len, tio_any_t *out)
@@ -24,7 +40,10 @@ static int make(int32_t small, int32_t big, const void *data, size_t len, tio_an
 			memcpy(out->v_bytes, data, len);
 		return 0;
 	}
-	s = tio__obj_new(sizeof(*s) + len + 1, big, str_deleter);
+	if (TIO_LIKELY(str_size(len) <= STR_BLOCK))
+		s = tio__obj_cache_new(OBJ_CACHE_STR, STR_BLOCK, big, str_deleter);
+	else
+		s = tio__obj_new(str_size(len), big, str_deleter);
 	if (TIO_UNLIKELY(!s)) {
 		*out = tio_any_none();
 		return tio__oom();
@@ -40,6 +59,7 @@ static int make(int32_t small, int32_t big, const void *data, size_t len, tio_an
 	return 0;
 }
 
+TIO_HOT_ALIGN
 int tio_str_new(const char *data, size_t len, tio_any_t *out)
 {
 	return make(TIO_TYPE_SMALL_STR, TIO_TYPE_STR, data, len, out);

@@ -2,47 +2,11 @@
 /*
  * Tensor objects: allocation, views, layout checks.
  */
-#include <pthread.h>
-
 #include "ffi/tensor_internal.h"
 
 #define MAX_NDIM 64
 
-TIO_TLS struct tensor_cache tio__tensor_cache;
-
-static pthread_key_t cache_key;
-static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
-static int cache_key_ok;
-
-/* At thread exit: the blocks go, and later frees on this thread skip the cache. */
-static void cache_thread_exit(void *arg)
-{
-	struct tensor_cache *c = arg;
-
-	while (c->n)
-		free(c->blocks[--c->n]);
-	c->state = -1;
-}
-
-static void cache_key_init(void)
-{
-	cache_key_ok = !pthread_key_create(&cache_key, cache_thread_exit);
-}
-
-/* 0 when the calling thread's cache will be emptied at its exit. */
-int tio__tensor_cache_register(void)
-{
-	struct tensor_cache *c = &tio__tensor_cache;
-
-	pthread_once(&cache_once, cache_key_init);
-	if (!cache_key_ok || pthread_setspecific(cache_key, c)) {
-		c->state = -1;	/* no cache on this thread, nothing lost */
-		return -1;
-	}
-	c->state = 1;
-	return 0;
-}
-
+TIO_HOT_ALIGN
 void tio__tensor_deleter(void *self, int flags)
 {
 	struct tensor_obj *t = self;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * CUDA through the driver API, loaded with dlopen() (tensorio/gpu.h): the
- * entry points and the operations gpu_core.c drives (gpu_internal.h).
+ * entry points and the operations the core drives (gpu_internal.h).
  *
  * Built against the CUDA headers when the Makefile finds them
  * (TIO_HAVE_CUDA); without them the load fails and every entry point
@@ -39,9 +39,14 @@
 	X(cuMemHostGetDevicePointer) X(cuMemcpyHtoDAsync)		\
 	X(cuMemcpyDtoHAsync) X(cuStreamCreate) X(cuStreamDestroy)	\
 	X(cuStreamQuery) X(cuStreamSynchronize) X(cuLaunchHostFunc)
-/* Entry points of newer drivers (11.7): their features report EOPNOTSUPP. */
+/*
+ * Entry points of newer drivers (11.7): their features report EOPNOTSUPP
+ * (fence -> stream, dma-buf) or fall back (stream -> fence: a host
+ * function instead of a doorbell write).
+ */
 #define TIO_CU_OPTIONAL(X)						\
-	X(cuStreamWaitValue64) X(cuMemGetHandleForAddressRange)
+	X(cuStreamWaitValue64) X(cuStreamWriteValue64)			\
+	X(cuMemGetHandleForAddressRange)
 
 /*
  * The member for entry point f is named as the header's macro expands f
@@ -143,6 +148,8 @@ static int tio_cu_open(struct tio_gpu_dev *d, int ordinal)
 	d->ctx = ctx;
 	d->wait64 = tio_cu.cuStreamWaitValue64 &&
 		    tio_cu_attr(dev, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
+	d->write64 = tio_cu.cuStreamWriteValue64 &&
+		     tio_cu_attr(dev, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
 	d->ro_register = tio_cu_attr(dev,
 				     CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED);
 	d->dmabuf = tio_cu.cuMemGetHandleForAddressRange &&
@@ -254,6 +261,13 @@ static int tio_cu_wait64(void *st, uint64_t dptr, uint64_t value)
 					  CU_STREAM_WAIT_VALUE_GEQ);
 }
 
+/* The default flags: the work before it is done and visible first. */
+static int tio_cu_write64(void *st, uint64_t dptr, uint64_t value)
+{
+	return tio_cu.cuStreamWriteValue64(st, (CUdeviceptr)dptr, value,
+					   CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
 static int tio_cu_export_dmabuf(int *fd, uint64_t dptr, size_t size)
 {
 	return tio_cu.cuMemGetHandleForAddressRange(fd, (CUdeviceptr)dptr, size,
@@ -278,6 +292,7 @@ static const struct tio_gpu_ops tio_cu_ops = {
 	.dtoh = tio_cu_dtoh,
 	.host_func = tio_cu_host_func,
 	.wait64 = tio_cu_wait64,
+	.write64 = tio_cu_write64,
 	.export_dmabuf = tio_cu_export_dmabuf,
 	.to_errno = tio_cu_errno,
 	.err_text = tio_cu_err_text,
@@ -320,6 +335,7 @@ struct tio_gpu tio_gpu_cuda = {
 		[TIO_GPU_DTOH] = "cuMemcpyDtoHAsync",
 		[TIO_GPU_HOST_FUNC] = "cuLaunchHostFunc",
 		[TIO_GPU_WAIT64] = "cuStreamWaitValue64",
+		[TIO_GPU_WRITE64] = "cuStreamWriteValue64",
 		[TIO_GPU_DMABUF] = "cuMemGetHandleForAddressRange",
 	},
 	.ops = TIO_CU_OPS,

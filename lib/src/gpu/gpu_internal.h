@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * GPUs: the backend-neutral core (gpu_core.c) and what each vendor file
+ * GPUs: the backend-neutral core (gpu_core.c: loading, devices, errors;
+ * gpu_mem.c, gpu_stream.c, gpu_fence.c) and what each vendor file
  * (cuda.c, hip.c) gives it.
  *
  * A vendor file loads its library with dlopen(), resolves its entry points
@@ -10,8 +11,8 @@
  * tensors and their deleters, streams, copies, host registration of
  * tensorio buffers and seqno words, fence bridging, dma-buf import, error
  * messages and errno mapping, live counters. The public tio_gpu_*
- * functions (gpu_core.c) pick a vendor's descriptor, tio_gpu_cuda or
- * tio_gpu_hip, by the DLDevice's type.
+ * functions pick a vendor's descriptor, tio_gpu_cuda or tio_gpu_hip, by
+ * the DLDevice's type (tio_gpu_vendor()).
  *
  * Locking (per vendor, in struct tio_gpu):
  * - @once loads the library once; what @load fills (the vendor's table,
@@ -21,7 +22,8 @@
  * - @done_lock guards @done, the signals whose host function ran (their
  *   tensorio streams are released outside the host function, which must
  *   not call the vendor's library: the last release of a stream
- *   unregisters its seqno page).
+ *   unregisters its seqno page), and @writes, the doorbell writes not
+ *   seen landed yet.
  * - A buffer's or stream's registrations are guarded by its own lock.
  */
 #ifndef TIO_GPU_INTERNAL_H
@@ -42,6 +44,8 @@
  * @dev: the vendor's device handle (CUdevice, hipDevice_t)
  * @ctx: the vendor's context (CUDA: the retained primary context)
  * @wait64: 64-bit stream wait-value operations (fence -> stream)
+ * @write64: 64-bit stream write-value operations (stream -> fence through
+ *	     a doorbell)
  * @ro_register: read-only host registration (the seqno word)
  * @dmabuf: dma-buf export of device memory
  */
@@ -51,6 +55,7 @@ struct tio_gpu_dev {
 	int dev;
 	void *ctx;
 	int wait64;
+	int write64;
 	int ro_register;
 	int dmabuf;
 };
@@ -88,6 +93,11 @@ struct tio_gpu_ops {
 	int (*host_func)(void *st, void *sig);
 	/* Wait until the 64-bit word at @dptr is >= @value (needs @wait64). */
 	int (*wait64)(void *st, uint64_t dptr, uint64_t value);
+	/*
+	 * Store @value into the 64-bit word at @dptr once the work before it
+	 * is done, its writes visible first (needs @write64).
+	 */
+	int (*write64)(void *st, uint64_t dptr, uint64_t value);
 	/* A dma-buf fd for a range (needs @dmabuf). */
 	int (*export_dmabuf)(int *fd, uint64_t dptr, size_t size);
 	int (*to_errno)(int r);
@@ -110,6 +120,7 @@ enum tio_gpu_call {
 	TIO_GPU_DTOH,
 	TIO_GPU_HOST_FUNC,
 	TIO_GPU_WAIT64,
+	TIO_GPU_WRITE64,
 	TIO_GPU_DMABUF,
 	TIO_GPU_NCALLS
 };
@@ -130,8 +141,9 @@ struct tio_gpu_signal;
  *	tio_gpu_load_fail()
  * @once: runs @load
  * @lock: guards opening devices
- * @done_lock: guards @done
+ * @done_lock: guards @done and @writes
  * @done: signals whose host function ran
+ * @writes: signals a GPU stream writes into a doorbell, until seen there
  * @live: objects alive (atomic)
  * @err: errno of a failed load, else 0
  * @why: its message
@@ -154,6 +166,7 @@ struct tio_gpu {
 	pthread_mutex_t lock;
 	pthread_mutex_t done_lock;
 	struct tio_gpu_signal *done;
+	struct tio_gpu_signal *writes;
 	int64_t live;
 	int err;
 	char why[256];
@@ -207,5 +220,71 @@ int tio_gpu_load_devices(struct tio_gpu *g, const char *missing, int r,
  * that the stream failed). Makes no vendor call.
  */
 void tio_gpu_signal_run(void *sig, int error);
+
+/* The core's (gpu_core.c, gpu_mem.c, gpu_stream.c, gpu_fence.c). */
+
+/* A stream of a vendor's (tio_gpu_stream_t). */
+struct tio_gpu_stream {
+	struct tio_gpu *g;
+	int device;
+	void *st;
+	int borrowed;		/* tio_gpu_stream_wrap(): the caller's */
+};
+
+/*
+ * Host memory registered with a vendor: a buffer's memory, or a stream's
+ * seqno page. buf->gpu and s->gpu list one per vendor, under their lock.
+ */
+struct tio_gpu_reg {
+	struct tio_gpu *g;
+	void *addr;
+	struct tio_gpu_reg *next;
+};
+
+/*
+ * A point a host function signals, or a GPU stream writes into the
+ * stream's doorbell; it holds the stream (and so the registration of the
+ * page the GPU writes) until then.
+ */
+struct tio_gpu_signal {
+	struct tio_gpu *g;
+	struct tio_stream *s;
+	uint64_t seqno;
+	struct tio_gpu_signal *next;
+};
+
+static inline void tio_gpu_live_add(struct tio_gpu *g, int64_t n)
+{
+	__atomic_fetch_add(&g->live, n, __ATOMIC_RELAXED);
+}
+
+/* Raise "<what>: <ERROR_NAME> (<text>)" for status @r. Returns -1. */
+__attribute__((format(printf, 3, 4)))
+int tio_gpu_raise(struct tio_gpu *g, int r, const char *fmt, ...);
+
+/* Load @g once; 0, or -1 with its load's error raised. */
+int tio_gpu_ready(struct tio_gpu *g);
+
+/* The device, opened; NULL with an error raised. */
+struct tio_gpu_dev *tio_gpu_device(struct tio_gpu *g, int device);
+
+/* Make @d current for a call; 0, or -1 with an error raised. */
+int tio_gpu_enter(struct tio_gpu *g, const struct tio_gpu_dev *d, uintptr_t *saved);
+
+/*
+ * Release the tensorio streams of signals whose host function ran, and of
+ * doorbell writes that landed.
+ */
+void tio_gpu_drain(struct tio_gpu *g);
+
+/* The vendor of DLPack device type @type; NULL with an error raised. */
+struct tio_gpu *tio_gpu_vendor(DLDeviceType type);
+
+/* gpu_mem.c: end the registrations of list @reg (made in device 0's context). */
+void tio_gpu_regs_free(struct tio_gpu_reg *reg);
+
+/* gpu_mem.c: @g's registration in list @head, or NULL; *@prev its predecessor. */
+struct tio_gpu_reg *tio_gpu_reg_find(struct tio_gpu_reg *head, struct tio_gpu *g,
+				     struct tio_gpu_reg **prev);
 
 #endif /* TIO_GPU_INTERNAL_H */

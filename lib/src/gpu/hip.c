@@ -2,7 +2,7 @@
 /*
  * HIP (AMD ROCm) through the HIP runtime, loaded with dlopen(), for the
  * kDLROCM devices of tensorio/gpu.h: the entry points and the operations
- * gpu_core.c drives (gpu_internal.h).
+ * the core drives (gpu_internal.h).
  *
  * Built against the HIP headers when the Makefile finds them
  * (TIO_HAVE_HIP, with __HIP_PLATFORM_AMD__); without them the load fails
@@ -37,8 +37,11 @@
 	X(hipMemcpyDtoHAsync) X(hipStreamCreateWithFlags)		\
 	X(hipStreamDestroy) X(hipStreamQuery) X(hipStreamSynchronize)	\
 	X(hipStreamAddCallback)
-/* A beta entry point: its feature reports EOPNOTSUPP without it. */
-#define TIO_HIP_OPTIONAL(X) X(hipStreamWaitValue64)
+/*
+ * Beta entry points: without them fence -> stream reports EOPNOTSUPP and
+ * stream -> fence falls back to a host function.
+ */
+#define TIO_HIP_OPTIONAL(X) X(hipStreamWaitValue64) X(hipStreamWriteValue64)
 
 #define TIO_HIP_MEMBER(f) __typeof__(f) *f;
 
@@ -125,6 +128,8 @@ static int tio_hp_open(struct tio_gpu_dev *d, int ordinal)
 	d->wait64 = tio_hp.hipStreamWaitValue64 &&
 		    tio_hp.hipDeviceGetAttribute(&v, hipDeviceAttributeCanUseStreamWaitValue,
 						  ordinal) == hipSuccess && v;
+	/* Every HIP device takes stream writes; there is no attribute for them. */
+	d->write64 = tio_hp.hipStreamWriteValue64 != NULL;
 	d->ro_register = 0;
 	d->dmabuf = 0;
 	return hipSuccess;
@@ -244,6 +249,11 @@ static int tio_hp_wait64(void *st, uint64_t dptr, uint64_t value)
 					    hipStreamWaitValueGte, UINT64_MAX);
 }
 
+static int tio_hp_write64(void *st, uint64_t dptr, uint64_t value)
+{
+	return tio_hp.hipStreamWriteValue64(st, (void *)(uintptr_t)dptr, value, 0);
+}
+
 static const struct tio_gpu_ops tio_hp_ops = {
 	.open = tio_hp_open,
 	.enter = tio_hp_enter,
@@ -262,6 +272,7 @@ static const struct tio_gpu_ops tio_hp_ops = {
 	.dtoh = tio_hp_dtoh,
 	.host_func = tio_hp_host_func,
 	.wait64 = tio_hp_wait64,
+	.write64 = tio_hp_write64,
 	.export_dmabuf = NULL,		/* no dmabuf capability */
 	.to_errno = tio_hp_errno,
 	.err_text = tio_hp_err_text,
@@ -304,6 +315,7 @@ struct tio_gpu tio_gpu_hip = {
 		[TIO_GPU_DTOH] = "hipMemcpyDtoHAsync",
 		[TIO_GPU_HOST_FUNC] = "hipStreamAddCallback",
 		[TIO_GPU_WAIT64] = "hipStreamWaitValue64",
+		[TIO_GPU_WRITE64] = "hipStreamWriteValue64",
 		[TIO_GPU_DMABUF] = "(no dma-buf export)",
 	},
 	.ops = TIO_HIP_OPS,
