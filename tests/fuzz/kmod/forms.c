@@ -257,6 +257,32 @@ static void touch(volatile char *m, size_t len, int prot)
 	fault_jb = NULL;
 }
 
+/*
+ * Set doorbell @m of stream @bell to a point: the last emitted or one
+ * before it mostly, else beyond it, zero (backwards) or anything; then
+ * sometimes ask for a point at once (a FENCE_WAIT of zero timeout reads it).
+ */
+static void ring(struct worker *k, int fi, uint32_t bell, volatile char *m, int prot)
+{
+	sigjmp_buf jb;
+
+	if (sigsetjmp(jb, 1) == 0) {
+		fault_jb = &jb;
+		*(volatile uint64_t *)m = pick_seqno(k, fi, bell);
+		if (prot & PROT_READ)
+			(void)*(volatile uint64_t *)m;
+	}
+	fault_jb = NULL;
+	if (ONE(2)) {
+		struct tio_fence_wait *a = (void *)k->scratch;
+
+		memset(a, 0, sizeof(*a));
+		a->stream = bell;
+		a->seqno = pick_seqno(k, fi, bell);
+		dev_ioctl(k, fi, TIO_IOC_FENCE_WAIT, (uintptr_t)a);
+	}
+}
+
 void do_mmap(struct worker *k, int fi)
 {
 	static const int prots[] = {
@@ -265,10 +291,18 @@ void do_mmap(struct worker *k, int fi)
 	struct world *w = k->w;
 	int prot = prots[R(5)], slot = R(NMAPS), fd;
 	size_t len = PAGE * (1 + R(4));
+	uint32_t bell = 0;
 	uint64_t off;
 	void *m;
 
-	if (ONE(3)) {
+	if (ONE(4)) {
+		/* A stream's doorbell page (after its seqno page), rung. */
+		fd = file_fd(k, fi);
+		bell = pick_handle(k, fi, 1);
+		off = ((uint64_t)bell << 40) + PAGE;
+		len = ONE(8) ? 2 * PAGE : PAGE;
+		prot = ONE(8) ? prots[R(5)] : PROT_READ | PROT_WRITE;
+	} else if (ONE(3)) {
 		fd = pick_fd(k);		/* dma-bufs, sync_files, junk */
 		off = ONE(4) ? PAGE * R(8) : 0;
 	} else {
@@ -289,7 +323,10 @@ void do_mmap(struct worker *k, int fi)
 			check_result(k, "mmap", 0, -errno);
 		return;
 	}
-	touch(m, len, prot);
+	if (bell && (prot & PROT_WRITE))
+		ring(k, fi, bell, m, prot);
+	else
+		touch(m, len, prot);
 	/* Kept a while: frees and closes meet live mappings. */
 	pthread_mutex_lock(&w->lock);
 	if (w->maps[slot].addr)

@@ -285,11 +285,13 @@ unsigned int pick_cmd(struct worker *k, unsigned int opi)
 		return _IOC(_IOC_DIR(cmd), TIO_IOC_MAGIC, _IOC_NR(cmd), R(65));
 	case 1:		/* wrong direction */
 		return _IOC(R(4), TIO_IOC_MAGIC, _IOC_NR(cmd), _IOC_SIZE(cmd));
-	case 2:		/* an older or newer caller: uapi 1.0 STREAM_CREATE, or
-			 * any structure grown by 8 bytes (zero, unless mutated) */
-		if (cmd == TIO_IOC_STREAM_CREATE && ONE(2))
+	case 2:		/* an older or newer caller: uapi 1.0 or 1.1
+			 * STREAM_CREATE, or any structure grown by 8 bytes
+			 * (zero, unless mutated) */
+		if (cmd == TIO_IOC_STREAM_CREATE && !ONE(3))
 			return _IOC(_IOC_DIR(cmd), TIO_IOC_MAGIC, _IOC_NR(cmd),
-				    TIO_STREAM_CREATE_SIZE_VER0);
+				    ONE(2) ? TIO_STREAM_CREATE_SIZE_VER0 :
+				    TIO_STREAM_CREATE_SIZE_VER1);
 		return _IOC(_IOC_DIR(cmd), TIO_IOC_MAGIC, _IOC_NR(cmd), _IOC_SIZE(cmd) + 8);
 	case 3:		/* unused numbers */
 		return _IOC(R(4), TIO_IOC_MAGIC, R(256), R(64));
@@ -424,6 +426,10 @@ static void gen_fence(struct worker *k, unsigned int cmd, int fi, void *p,
 	case TIO_IOC_STREAM_CREATE: {
 		struct tio_stream_create *a = p;
 
+		/* A doorbell page (uapi 1.4) half the time, or any flag. */
+		a->flags = ONE(2) ? TIO_STREAM_F_DOORBELL : 0;
+		if (ONE(16))
+			a->flags = NEXT();
 		/* The grown field: default, short bounds, the module's, above. */
 		switch (R(6)) {
 		case 0: a->fence_timeout_ms = 1 + R(5); break;
@@ -483,6 +489,27 @@ static void gen_fence(struct worker *k, unsigned int cmd, int fi, void *p,
 		a->timeout_ns = pick_timeout(k, &a->flags, bounded);
 		break;
 	}
+	}
+}
+
+/*
+ * Does gen_payload() know @cmd's payload? A command added to the driver
+ * needs its generator here (else only its handle and noise are fuzzed).
+ */
+bool gen_knows(unsigned int cmd)
+{
+	switch (cmd) {
+	case TIO_IOC_INFO:
+	case TIO_IOC_BUF_ALLOC: case TIO_IOC_BUF_PIN_USER: case TIO_IOC_BUF_FREE:
+	case TIO_IOC_BUF_INFO: case TIO_IOC_BUF_SET_DESC: case TIO_IOC_BUF_EXPORT:
+	case TIO_IOC_BUF_IMPORT: case TIO_IOC_BUF_ATTACH_FENCE: case TIO_IOC_BUF_WAIT:
+	case TIO_IOC_STREAM_CREATE: case TIO_IOC_STREAM_DESTROY:
+	case TIO_IOC_FENCE_EMIT: case TIO_IOC_FENCE_SIGNAL: case TIO_IOC_FENCE_WAIT:
+	case TIO_IOC_FENCE_EXPORT: case TIO_IOC_FENCE_IMPORT:
+	case TIO_IOC_SUBMIT: case TIO_IOC_RING_SETUP: case TIO_IOC_RING_ENTER:
+		return true;
+	default:
+		return false;
 	}
 }
 

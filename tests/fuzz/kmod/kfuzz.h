@@ -3,7 +3,7 @@
  * tio_fuzz: the driver fuzzer, libFuzzer driven by the driver's own KCOV
  * coverage. One input is a short program: 32-byte instructions, each run
  * by one of three threads (or by a forked child), over up to four open
- * files of /dev/tensorio. See docs/testing.md, "Fuzzing the driver".
+ * files of /dev/tensorio. See docs/fuzzing.md.
  */
 #ifndef KFUZZ_H
 #define KFUZZ_H
@@ -60,11 +60,11 @@ static inline bool t_one_in(struct tape *t, unsigned int n)
 }
 void t_init(struct tape *t, const uint8_t *p, unsigned int n);
 
-/* One command of the library's command table (tio_command_info()). */
+/* One command of the driver's (kmod/tio_cmds.h). */
 struct op {
 	unsigned int cmd;
 	const char *name;
-	uint32_t flags;		/* TIO_COMMAND_* */
+	uint32_t flags;		/* TIO_COMMAND_* of lib/include/tensorio/batch.h */
 };
 extern struct op g_ops[MAX_OPS];
 extern unsigned int g_nops;
@@ -204,6 +204,7 @@ void mutate(struct worker *k, void *p, size_t len);
 void bound_wait(struct worker *k, unsigned int cmd, void *p);
 unsigned int canon_cmd(unsigned int cmd);
 unsigned int op_index(unsigned int cmd);
+bool gen_knows(unsigned int cmd);
 
 /* pool.c: what programs created */
 void harvest(struct worker *k, int fi, unsigned int cmd, const void *p,
@@ -242,8 +243,8 @@ void oracle_after(struct world *w);
 void counters_snapshot(char *out, size_t len);
 bool counters_settle(const char *want, char *out, size_t len);
 extern int g_fd_base;
-extern bool g_trace;
-extern bool g_shared;	/* TIO_FUZZ_SHARED: another fuzzer runs beside */	/* TIO_FUZZ_TRACE: every result on stderr */
+extern bool g_trace;	/* TIO_FUZZ_TRACE: every result on stderr */
+extern bool g_shared;	/* TIO_FUZZ_SHARED: another fuzzer runs beside */
 extern uint64_t g_submit_bound_ns, g_fence_slack_ns;
 
 /* kcov.c */

@@ -9,7 +9,7 @@
  * program runs, then the oracles (oracle.c) check what it left behind,
  * and the threads' KCOV traces become libFuzzer's extra counters (kcov.c).
  *
- * The command list is the library's (tio_command_info()). Environment:
+ * The command list is the driver's (kmod/tio_cmds.h). Environment:
  *   TIO_FUZZ_SECTIONS  the module's code sections and sizes ("NAME SIZE")
  *   TIO_FUZZ_COVER     where to write every PC seen, at exit
  *   TIO_FUZZ_SUBMIT_MS bound on one io_uring_submit() (default 500)
@@ -61,10 +61,14 @@ static const char *const knob_path[] = {
 	"/sys/module/tensorio/parameters/fence_timeout_ms",
 	"/sys/module/tensorio/parameters/max_buf_size",
 	"/sys/module/tensorio/parameters/max_pinned",
+	"/sys/module/tensorio/parameters/doorbell_poll_us",
+	"/sys/module/tensorio/parameters/doorbell_poll_max_us",
 	"/sys/kernel/debug/tensorio/timing",
 	"/sys/kernel/debug/tensorio/commands",
 };
-static char knob_orig[4][32];
+#define NKNOBS		(sizeof(knob_path) / sizeof(knob_path[0]))
+#define NRESTORE	6	/* all but "commands": restored after each input */
+static char knob_orig[NRESTORE][32];
 
 static void write_str(const char *path, const char *s)
 {
@@ -82,7 +86,7 @@ static void knobs_init(void)
 {
 	unsigned int i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < NRESTORE; i++) {
 		int fd = open(knob_path[i], O_RDONLY | O_CLOEXEC);
 		ssize_t n = fd >= 0 ? read(fd, knob_orig[i], sizeof(knob_orig[i]) - 1) : -1;
 
@@ -96,18 +100,24 @@ static void knobs_init(void)
 
 void set_knob(struct worker *k)
 {
-	unsigned int i = t_rnd(&k->t, 5);
+	static const unsigned int refused_ms[] = { 0, TIO_FENCE_TIMEOUT_MAX_MS + 1, ~0U };
+	unsigned int i = t_rnd(&k->t, NKNOBS);
 	char v[32];
 
 	switch (i) {
 	case 0:		/* within the bound the fence oracle assumes, or refused */
 		snprintf(v, sizeof(v), "%u", t_one_in(&k->t, 3) ?
-			 (unsigned int)t_rnd(&k->t, 3) * 30001 :
+			 refused_ms[t_rnd(&k->t, 3)] :
 			 1 + (unsigned int)t_rnd(&k->t, W.module_bound_ms));
 		break;
 	case 1: case 2:
 		snprintf(v, sizeof(v), "%" PRIu64, t_one_in(&k->t, 2) ? t_rnd(&k->t, 3) * PAGE :
 			 t_rnd(&k->t, 1 << 24));
+		break;
+	case 3: case 4:	/* doorbell poll periods, us: 1..1 s, or refused */
+		snprintf(v, sizeof(v), "%u", t_one_in(&k->t, 4) ?
+			 (unsigned int)t_rnd(&k->t, 2) * 1000001 :
+			 1 + (unsigned int)t_rnd(&k->t, 2000));
 		break;
 	default:
 		snprintf(v, sizeof(v), "%u", (unsigned int)t_rnd(&k->t, 2));
@@ -123,7 +133,7 @@ void restore_knobs(void)
 
 	if (!S->knobs_dirty)
 		return;
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < NRESTORE; i++)
 		write_str(knob_path[i], knob_orig[i]);
 	S->knobs_dirty = 0;
 }
@@ -191,16 +201,36 @@ static void setup_junk(void)
 	}
 }
 
-static void load_ops(void)
-{
-	struct tio_command_info c;
-	int32_t i, n = tio_command_count();
+/*
+ * The driver's own command rows (kmod/tio_cmds.h): a command added there
+ * is fuzzed without a second list to update, and one the generator has no
+ * payload for stops the fuzzer at its start (gen_knows()).
+ */
+enum {
+	KF_NB_INLINE = 0, KF_NB_PUNT = 0, KF_NB_WAIT = TIO_COMMAND_WAITS,
+	KF_KIND_TABLE = 0, KF_KIND_HOT = 0, KF_KIND_BATCH = TIO_COMMAND_RUNS_RECORDS,
+};
+#define TIO_CMD(NAME, fn, payload, nb, kind)				\
+	{ TIO_IOC_##NAME, #NAME, KF_NB_##nb | KF_KIND_##kind |		\
+	  (_IOC_DIR(TIO_IOC_##NAME) & _IOC_READ ? TIO_COMMAND_WRITES_BACK : 0) },
+static const struct op kmod_ops[] = {
+#include "tio_cmds.h"
+};
 
-	for (i = 0; i < n && g_nops < MAX_OPS; i++) {
-		if (tio_command_info(i, &c))
-			break;
-		g_ops[g_nops++] = (struct op){ c.op, c.name, c.flags };
+static int load_ops(void)
+{
+	unsigned int i;
+
+	_Static_assert(sizeof(kmod_ops) / sizeof(kmod_ops[0]) <= MAX_OPS, "MAX_OPS");
+	for (i = 0; i < sizeof(kmod_ops) / sizeof(kmod_ops[0]); i++) {
+		if (!gen_knows(kmod_ops[i].cmd)) {
+			fprintf(stderr, "# fuzz: no payload generator for %s (kmod/tio_cmds.h)\n",
+				kmod_ops[i].name);
+			return -1;
+		}
+		g_ops[g_nops++] = kmod_ops[i];
 	}
+	return 0;
 }
 
 static void report(void)
@@ -251,11 +281,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	sa.sa_handler = on_kick;	/* no SA_RESTART: waits return -EINTR */
 	sigaction(SIGKICK, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	load_ops();
+	if (load_ops())
+		exit(1);
 	kcov_sections_init(getenv("TIO_FUZZ_SECTIONS") ?: "kcov-sections");
 	if (!g_nops || !g_kcov) {
 		fprintf(stderr, "# fuzz: %s\n", g_nops ? "no KCOV trace of tensorio.ko" :
-			"no commands from tio_command_info()");
+			"no commands in kmod/tio_cmds.h");
 		exit(1);
 	}
 	S = mmap(NULL, sizeof(*S), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
