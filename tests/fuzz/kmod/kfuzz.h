@@ -238,6 +238,7 @@ void oracle_fail(const char *oracle, const char *fmt, ...)
 void check_result(struct worker *k, const char *form, unsigned int cmd, int res);
 void check_submit_time(struct worker *k, uint64_t t0, long slept);
 void oracle_init(struct world *w);
+void oracle_selftest(void);
 void oracle_fences(struct world *w);
 void oracle_after(struct world *w);
 void counters_snapshot(char *out, size_t len);

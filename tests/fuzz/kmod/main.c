@@ -304,6 +304,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	setup_junk();
 	knobs_init();
 	start_threads();
+	oracle_selftest();
 	oracle_init(&W);
 	for (i = 1; i < *argc; i++)
 		if (!strncmp((*argv)[i], "-artifact_prefix=", 17))

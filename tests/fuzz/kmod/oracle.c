@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/sync_file.h>
@@ -109,13 +110,54 @@ void check_submit_time(struct worker *k, uint64_t t0, long slept)
 
 /* ---- fences ---- */
 
-static int wait_fd(int fd, short ev, uint64_t until)
+/*
+ * Does @fd become ready for @ev by @until (ns)? A poll that a signal ends
+ * (libFuzzer's SIGALRM for -timeout, an interrupt timer) is no answer:
+ * poll again until the deadline has passed.
+ */
+static bool wait_fd(int fd, short ev, uint64_t until)
 {
 	struct pollfd p = { .fd = fd, .events = ev };
-	uint64_t now = now_ns();
-	int ms = until > now ? (int)((until - now + 999999) / 1000000) : 0;
+	uint64_t now;
+	int ms, n;
 
-	return poll(&p, 1, ms) == 1 && (p.revents & (ev | POLLERR | POLLNVAL));
+	do {
+		now = now_ns();
+		ms = until > now ? (int)((until - now + 999999) / 1000000) : 0;
+		n = poll(&p, 1, ms);
+		if (n == 1)
+			return p.revents & (ev | POLLERR | POLLNVAL);
+		if (n < 0 && errno != EINTR)
+			oracle_fail("fence", "poll of fd %d: %s", fd, strerror(errno));
+	} while (now_ns() < until);
+	return false;
+}
+
+/*
+ * The fence oracle's own check, at start: a wait that signals interrupt
+ * every 2 ms neither ends before its deadline nor misses a ready fd.
+ */
+void oracle_selftest(void)
+{
+	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGKICK };
+	struct itimerspec its = { .it_value.tv_nsec = 2000000, .it_interval.tv_nsec = 2000000 };
+	uint64_t t0 = now_ns(), until = t0 + 50000000;
+	bool early, ready;
+	timer_t tm;
+	int p[2];
+
+	ev._sigev_un._tid = syscall(SYS_gettid);
+	if (pipe(p) || timer_create(CLOCK_MONOTONIC, &ev, &tm))
+		oracle_fail("fence", "self-test: %s", strerror(errno));
+	timer_settime(tm, 0, &its, NULL);
+	early = wait_fd(p[0], POLLIN, until) || now_ns() < until;
+	ready = write(p[1], "", 1) == 1 && wait_fd(p[0], POLLIN, now_ns() + 50000000);
+	timer_delete(tm);
+	close(p[0]);
+	close(p[1]);
+	if (early || !ready)
+		oracle_fail("fence", "self-test: a wait interrupted by signals %s",
+			    early ? "ended before its deadline" : "missed a ready fd");
 }
 
 /*
@@ -142,7 +184,7 @@ void oracle_fences(struct world *w)
 			continue;
 		oracle_fail("fence", "%s fd %d: a visible point still unsignalled %.0f ms past its deadline",
 			    t->kind == TFD_SYNC_FILE ? "sync_file" : "dma-buf", t->fd,
-			    (now_ns() - (until - g_fence_slack_ns)) / 1e6);
+			    ((double)now_ns() - (double)(until - g_fence_slack_ns)) / 1e6);
 	}
 }
 
