@@ -74,13 +74,17 @@ unsigned int out_len(unsigned int cmd)
 	return _IOC_SIZE(cmd) < ks ? _IOC_SIZE(cmd) : ks;
 }
 
-/* Where a command wrote its payload, if into our scratch. */
-void *scratch_ptr(struct worker *k, uint64_t uptr)
+/*
+ * Where a command wrote its payload, if into our scratch, with at least
+ * @len bytes before the guard page: a payload that straddles it was not
+ * written, and one a call of a short size got through may end just before
+ * it (harvest() reads the handle, 4 bytes, whatever the size).
+ */
+void *scratch_ptr(struct worker *k, uint64_t uptr, size_t len)
 {
 	char *p = (char *)(uintptr_t)uptr;
 
-	/* Up to the guard page: a payload that straddles it was not written. */
-	return p >= k->scratch && p < k->guard ? p : NULL;
+	return p >= k->scratch && p < k->guard && len <= (size_t)(k->guard - p) ? p : NULL;
 }
 
 static void kick_arm(struct worker *k, bool on, unsigned int us)
@@ -123,7 +127,7 @@ static void do_ioctl(struct worker *k, unsigned int opi, int fi, bool kicked)
 		mutate(k, p, _IOC_SIZE(g_ops[opi].cmd) ?: 1);
 	uptr = pick_uptr(k, p, sizeof(p), 0);
 	ret = dev_ioctl(k, fi, cmd, uptr);
-	at = scratch_ptr(k, uptr);
+	at = scratch_ptr(k, uptr, sizeof(uint32_t));
 	if (ret >= 0 && at)
 		harvest(k, fi, cmd, at, out_len(cmd));
 }
@@ -327,7 +331,7 @@ static void do_uring(struct worker *k, unsigned int opi, int fi)
 	if (async)
 		sqe->flags |= IOSQE_ASYNC;
 	tag = sqe->user_data = ++k->tag;
-	at = scratch_ptr(k, uptr);
+	at = scratch_ptr(k, uptr, sizeof(uint32_t));
 	if (!waitop && (!async || makes_fds(cmd))) {
 		ret = wait_tag(k, tag);
 		check_result(k, "CQE", cmd, ret);

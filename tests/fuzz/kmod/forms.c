@@ -108,8 +108,8 @@ void do_submit(struct worker *k, int fi, const uint8_t *recs, unsigned int n)
 		ret = dev_ioctl(k, fi, TIO_IOC_SUBMIT, uptr);
 	}
 	/* Written back wherever the vector and the envelope were. */
-	out = scratch_ptr(k, uptr);
-	rv = scratch_ptr(k, s.cmds_ptr);
+	out = scratch_ptr(k, uptr, sizeof(struct tio_submit));
+	rv = scratch_ptr(k, s.cmds_ptr, sizeof(struct tio_cmd));
 	if (ret < 0 || !out || !rv)
 		return;
 	memcpy(&done, (char *)out + offsetof(struct tio_submit, done), sizeof(done));

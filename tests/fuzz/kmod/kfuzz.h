@@ -188,7 +188,8 @@ void start_threads(void);
 void prog_run(const uint8_t *data, size_t size);
 void prog_finish(void);
 
-/* main.c: module parameters and debugfs switches */
+/* main.c: module parameters and debugfs switches; the coverage file */
+void cover_dump(void);
 void set_knob(struct worker *k);
 void restore_knobs(void);
 
@@ -221,7 +222,7 @@ void drain(struct worker *k, uint64_t until);
 void kid_main(struct worker *k, const uint8_t *insn, unsigned int nsub);
 int uring_wait_one(struct worker *k, int fi, unsigned int cmd, uint64_t uptr);
 int dev_ioctl(struct worker *k, int fi, unsigned int cmd, uint64_t uptr);
-void *scratch_ptr(struct worker *k, uint64_t uptr);
+void *scratch_ptr(struct worker *k, uint64_t uptr, size_t len);
 
 /* forms.c: records, rings, mappings and the other fds */
 void do_submit(struct worker *k, int fi, const uint8_t *recs, unsigned int n);

@@ -49,9 +49,19 @@ static void on_kick(int sig)
 {
 }
 
+/* Every PC seen so far, for the line coverage: at exit and at a failure. */
+void cover_dump(void)
+{
+	const char *cover = getenv("TIO_FUZZ_COVER");
+
+	if (cover && !W.in_child)
+		kcov_report(cover);
+}
+
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
 	on_fault(sig);		/* returns only for a fault outside touch() */
+	cover_dump();
 	abort();		/* libFuzzer saves the input */
 }
 
@@ -235,7 +245,6 @@ static int load_ops(void)
 
 static void report(void)
 {
-	const char *cover = getenv("TIO_FUZZ_COVER");
 	double s = (now_ns() - t_start) / 1e9;
 
 	if (W.in_child)
@@ -244,8 +253,7 @@ static void report(void)
 
 	fprintf(stderr, "# fuzz: %" PRIu64 " inputs in %.0f s (%.0f/s), %" PRIu64
 		" module PCs reached\n", n_inputs, s, n_inputs / (s > 0 ? s : 1), kcov_pcs());
-	if (cover)
-		kcov_report(cover);
+	cover_dump();
 	if (getenv("TIO_FUZZ_PROFILE")) {
 		static const char *const names[P_N] = {
 			"ioctl", "uring", "submit", "ring", "mmap", "fd", "file", "fork",

@@ -53,6 +53,7 @@ void oracle_fail(const char *oracle, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "# fuzz: ORACLE %s: %s\n", oracle, msg);
 	fflush(stderr);
+	cover_dump();
 	abort();
 }
 
