@@ -176,11 +176,15 @@ GPU_CHECK_OUT ?= build/gpu-check
 gpu-check: gpu-bundle
 	@build/gpu-bundle/run.sh $(GPU_CHECK_OUT)
 
-# make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release]: fuzz the driver
-# in the debug-kernel VM (default 3600 s; make check runs a bounded one).
+# make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release] [FUZZ_UPDATE=1]:
+# fuzz the driver in the debug-kernel VM, guided by its KCOV coverage
+# (default 3600 s; make check replays the corpus and fuzzes briefly); prints
+# the kmod line coverage and inputs per second, minimises the corpus into
+# build/fuzz/run/corpus (FUZZ_UPDATE=1: into tests/fuzz/corpus/kmod).
 DURATION ?= 3600
 fuzz: deps tests
-	@tests/fuzz/run-fuzz.sh -d $(DURATION) $(if $(SEED),-s $(SEED)) $(if $(FUZZ_KVER),-k $(FUZZ_KVER))
+	@tests/fuzz/run-fuzz.sh -m -d $(DURATION) $(if $(SEED),-s $(SEED)) \
+		$(if $(FUZZ_KVER),-k $(FUZZ_KVER)) $(if $(FUZZ_UPDATE),-u)
 
 # Keeps build/ksrc (extracted from linux-source, slow to redo).
 clean:

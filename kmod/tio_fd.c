@@ -83,6 +83,46 @@ void __tio_call_install_fds(struct tio_call *q)
 }
 
 /**
+ * tio_call_abort_from() - give back the fds reserved since entry @n
+ * @q: the queue
+ * @n: entries before it stay (a SUBMIT's earlier records' fds)
+ */
+void tio_call_abort_from(struct tio_call *q, unsigned int n)
+{
+	while (q->n > n) {
+		q->n--;
+		put_unused_fd(q->ent[q->n].fd);
+		fput(q->ent[q->n].file);
+	}
+}
+
+/**
+ * tio_call_fds_returned() - fail a command whose new fds would not reach
+ * userspace
+ * @q: the call's queue
+ * @n: its entries before the command ran
+ * @dir: the _IOC_ direction both numbers share
+ * @usize: the caller's structure size
+ * @ksize: the kernel's
+ * @ret: the command's result
+ *
+ * A command that reserved fds returns them in its payload: when the
+ * caller's number does not have the payload written back (no _IOC_READ)
+ * or its structure is shorter than the kernel's, the numbers would never
+ * reach userspace, so the fds are given back and the command fails.
+ *
+ * Return: @ret, or -EINVAL.
+ */
+int tio_call_fds_returned(struct tio_call *q, unsigned int n, unsigned int dir,
+			  unsigned int usize, unsigned int ksize, int ret)
+{
+	if (ret < 0 || q->n == n || ((dir & _IOC_READ) && usize >= ksize))
+		return ret;
+	tio_call_abort_from(q, n);
+	return -EINVAL;
+}
+
+/**
  * __tio_call_abort_fds() - give back every reserved fd and drop its file
  * @q: the queue, empty on return
  *

@@ -241,7 +241,7 @@ int tio_record_run(struct tio_file *tf, struct tio_cmd *rec,
 {
 	struct tio_payload *payload = (struct tio_payload *)rec->payload.bytes;
 	const struct tio_op *op = tio_record_check(rec);
-	unsigned int usize, ksize, dir;
+	unsigned int usize, ksize, dir, n;
 	int ret;
 
 	if (IS_ERR(op))
@@ -259,7 +259,9 @@ int tio_record_run(struct tio_file *tf, struct tio_cmd *rec,
 		*buf = *payload;
 	else
 		memset(buf, 0, sizeof(*buf));
+	n = call->n;
 	ret = tio_dispatch(tf, op, buf, call);
+	ret = tio_call_fds_returned(call, n, dir, usize, ksize, ret);
 	if (ret < 0 || !(dir & _IOC_READ))
 		return ret;
 	if (likely(usize >= ksize))
@@ -286,7 +288,7 @@ int tio_record_run_copy(struct tio_file *tf, struct tio_cmd *rec,
 			struct tio_call *call, unsigned int *out)
 {
 	const struct tio_op *op = tio_record_check(rec);
-	unsigned int dir;
+	unsigned int dir, n;
 	int ret;
 
 	*out = 0;
@@ -295,7 +297,10 @@ int tio_record_run_copy(struct tio_file *tf, struct tio_cmd *rec,
 	dir = tio_op_dir(op, rec->op);
 	if (unlikely(!(dir & _IOC_WRITE)))
 		memset(rec->payload.bytes, 0, TIO_CMD_PAYLOAD);
+	n = call->n;
 	ret = tio_dispatch(tf, op, rec->payload.bytes, call);
+	ret = tio_call_fds_returned(call, n, dir, _IOC_SIZE(rec->op),
+				    _IOC_SIZE(op->cmd), ret);
 	if (ret >= 0 && (dir & _IOC_READ))
 		*out = min(_IOC_SIZE(rec->op), _IOC_SIZE(op->cmd));
 	return ret;
@@ -437,6 +442,8 @@ static long tio_cmd_user_table(struct tio_file *tf, unsigned int cmd,
 		return ret;
 	tio_call_init(&call, nonblock);
 	ret = tio_dispatch(tf, op, &buf, &call);
+	ret = tio_call_fds_returned(&call, 0, tio_op_dir(op, cmd), _IOC_SIZE(cmd),
+				    _IOC_SIZE(op->cmd), ret);
 	if (ret >= 0 && tio_payload_out(op, cmd, uptr, &buf))
 		ret = -EFAULT;
 	if (ret >= 0)

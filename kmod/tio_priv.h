@@ -280,6 +280,9 @@ struct tio_call {
 int tio_fd_reserve(struct tio_call *q, struct file *file, bool cloexec);
 void __tio_call_install_fds(struct tio_call *q);
 void __tio_call_abort_fds(struct tio_call *q);
+void tio_call_abort_from(struct tio_call *q, unsigned int n);
+int tio_call_fds_returned(struct tio_call *q, unsigned int n, unsigned int dir,
+			  unsigned int usize, unsigned int ksize, int ret);
 
 /**
  * tio_call_init() - a new call, with an empty fd queue

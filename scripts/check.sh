@@ -67,6 +67,7 @@ step lib-unit-asan bash -c "make -s -j$jobs -C lib SAN=1 &&
 step lib-valgrind tests/fuzz/lib-checkers.sh valgrind build/tests/lib
 step lib-tsan bash -c "make -s -j$jobs -C lib TSAN=1 &&
 	make -s -j$jobs -C tests/lib TSAN=1 && tests/fuzz/lib-checkers.sh tsan build/tests/lib-tsan"
+# The library's libFuzzer targets from their corpora, with lib/ line coverage.
 step lib-fuzz tests/fuzz/lib-checkers.sh libfuzz "${TIO_LIBFUZZ_SECS:-8}"
 step bench-unit scripts/run-dir.sh build/tests/bench
 step bench-cli tests/bench/test-tio-bench.sh
@@ -155,7 +156,10 @@ if [ "${TIO_CHECK_DEBUG:-1}" = 1 ]; then
 			nowarn scripts/kmod.sh "$dbg" W=1
 		step "vm-$dbg" tests/vm/run.sh -k "$dbg" \
 			-m "build/kmod/$dbg/kmod/tensorio.ko" -b build/kselftest -t 900
-		# Reliability (tests/fuzz): a bounded fuzz run (seed printed).
+		# Reliability (tests/fuzz): the driver fuzzer (libFuzzer on the
+		# module's KCOV coverage, with its oracles) replays the corpus
+		# tests/fuzz/corpus/kmod, then fuzzes briefly (seed printed);
+		# prints the kmod line coverage.
 		step "fuzz-$dbg" tests/fuzz/run-fuzz.sh -k "$dbg" \
 			-d "${TIO_FUZZ_SECS:-45}"
 		# tests/fault: every allocation point of every path failed once.

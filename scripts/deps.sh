@@ -16,7 +16,7 @@ pkgs=(build-essential pkg-config kmod cpio xz-utils busybox-static
       qemu-system-x86 liburing-dev libdrm-dev libdlpack-dev libdw-dev libunwind-dev
       libjson-c-dev dpkg-dev jq sparse gnuplot-nox fio linux-headers-amd64
       linux-source-6.1 dkms flex bison bc libelf-dev libssl-dev
-      valgrind clang libclang-rt-14-dev libamdhip64-dev
+      valgrind clang libclang-rt-14-dev llvm-14 libamdhip64-dev
       python3-dev python3-setuptools python3-pip python3-pytest python3-numpy
       python3-torch libtorch-dev pybind11-dev
       libucx-dev ucx-utils

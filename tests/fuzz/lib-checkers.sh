@@ -7,7 +7,12 @@
 #   lib-checkers.sh tsan DIR       the multi-threaded test_* programs of a
 #                                  TSAN=1 build (any report fails a test)
 #   lib-checkers.sh libfuzz SECS   each libFuzzer target (dtype, device,
-#                                  safetensors, batch) for SECS seconds
+#                                  safetensors, batch) for SECS seconds from
+#                                  its corpus, built with clang's source-based
+#                                  coverage: prints the line coverage of
+#                                  lib/src they reached together, and writes
+#                                  the per-file table and the lines not
+#                                  reached to build/fuzz-lib-cov/
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mode=$1 dir=$2
@@ -41,13 +46,15 @@ tsan)
 	done
 	;;
 libfuzz)
-	# DIR: seconds per target. Corpora grow in build/fuzz-lib/corpus-*.
-	make -s -C "$top/tests/fuzz" libfuzz || exit 1
+	# DIR: seconds per target. Corpora grow in build/fuzz-lib-cov/corpus-*.
+	make -s -C "$top/tests/fuzz" libfuzz COV=1 || exit 1
+	fz=$top/build/fuzz-lib-cov
+	rm -f "$fz"/*.profraw
 	for t in dtype device safetensors batch; do
-		c=$top/build/fuzz-lib/corpus-$t log=$top/build/fuzz-lib/$t.log
+		c=$fz/corpus-$t log=$fz/$t.log
 		mkdir -p "$c"
-		if "$top/build/fuzz-lib/fuzz_$t" -max_total_time="$dir" -print_final_stats=1 \
-			"$c" "$top/tests/fuzz/corpus/$t" >"$log" 2>&1; then
+		if LLVM_PROFILE_FILE="$fz/$t.profraw" "$fz/fuzz_$t" -max_total_time="$dir" \
+			-print_final_stats=1 "$c" "$top/tests/fuzz/corpus/$t" >"$log" 2>&1; then
 			echo "ok - libFuzzer $t: $(sed -n 's/^stat::number_of_executed_units: //p' "$log") inputs in ${dir}s"
 		else
 			grep -E 'ERROR|SUMMARY|Test unit written' "$log" | sed 's/^/# /'
@@ -55,6 +62,7 @@ libfuzz)
 			rc=1
 		fi
 	done
+	"$top/tests/fuzz/lib-cover.sh" "$fz" || rc=1
 	;;
 *)
 	echo "usage: $0 valgrind|tsan|libfuzz DIR|SECS" >&2

@@ -6,6 +6,8 @@
  * every submission form (ioctl, uring_cmd, SUBMIT by ioctl and by
  * uring_cmd). An fd installed before the write-back would be left in the
  * caller's table, unknown to it, by every failing call.
+ * A number that would not write the fd back (write-only, or a structure
+ * too short to hold it) fails with EINVAL and installs none.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -184,6 +186,53 @@ TEST_F(fdinst, export_writable_installs_one_fd)
 	EXPECT_EQ(FD_CLOEXEC, fcntl(ffd, F_GETFD));
 	EXPECT_EQ(0, close(bfd));
 	EXPECT_EQ(0, close(ffd));
+	EXPECT_EQ(before, fd_count());
+}
+
+/* Run @cmd on the payload @p (writable) in the variant's form. */
+static int run_rw(FIXTURE_DATA(fdinst) *self, const FIXTURE_VARIANT(fdinst) *variant,
+		  unsigned int cmd, const void *p, size_t size)
+{
+	struct tio_cmd rec = { .op = cmd };
+	struct tio_submit s = { .cmds_ptr = (uintptr_t)&rec, .count = 1 };
+	char payload[TIO_CMD_PAYLOAD] = { 0 };
+	void *arg = payload;
+	int ret;
+
+	memcpy(payload, p, size);
+	if (variant->submit) {
+		memcpy(rec.payload.bytes, p, size);
+		arg = &s;
+		cmd = TIO_IOC_SUBMIT;
+	}
+	if (variant->uring)
+		ret = tio_uring_run(&self->ring, self->fd, false, cmd, arg);
+	else
+		ret = tio_ioc(self->fd, cmd, arg);
+	/* SUBMIT: one failed record; its result is the command's. */
+	return variant->submit && ret == 1 ? rec.result : ret;
+}
+
+TEST_F(fdinst, export_number_without_the_fd_installs_none)
+{
+	struct tio_buf_export be = { .handle = self->buf,
+				     .flags = TIO_EXPORT_F_CLOEXEC };
+	struct tio_fence_export fe = { .stream = self->stream, .seqno = 1,
+				       .flags = TIO_EXPORT_F_CLOEXEC };
+	int before = fd_count();
+
+	/* A structure that ends before the fd field. */
+	EXPECT_EQ(-EINVAL, run_rw(self, variant, _IOC(_IOC_READ | _IOC_WRITE, TIO_IOC_MAGIC,
+						     _IOC_NR(TIO_IOC_BUF_EXPORT), 8), &be, 8));
+	EXPECT_EQ(-EINVAL, run_rw(self, variant, _IOC(_IOC_READ | _IOC_WRITE, TIO_IOC_MAGIC,
+						     _IOC_NR(TIO_IOC_FENCE_EXPORT), 16), &fe, 16));
+	/* A number without _IOC_READ: nothing is written back. */
+	EXPECT_EQ(-EINVAL, run_rw(self, variant, _IOC(_IOC_WRITE, TIO_IOC_MAGIC,
+						     _IOC_NR(TIO_IOC_BUF_EXPORT), sizeof(be)),
+				  &be, sizeof(be)));
+	EXPECT_EQ(-EINVAL, run_rw(self, variant, _IOC(_IOC_WRITE, TIO_IOC_MAGIC,
+						     _IOC_NR(TIO_IOC_FENCE_EXPORT), sizeof(fe)),
+				  &fe, sizeof(fe)));
 	EXPECT_EQ(before, fd_count());
 }
 
