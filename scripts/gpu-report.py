@@ -184,9 +184,11 @@ def main():
         md += ["| %s | %s |" % f for f in fig]
     if tgt:
         md += ["", "## tio-bench's targets", "", "```"] + tgt + ["```"]
-    md += ["", "Tables: gpu.md, gpu-load.md (tio-bench --md); JSON: gpu.json, "
-           "gpu-load.json (tio-bench), gpu-save.json (st_save_peer.py), disk.json "
-           "(fio); logs/ per part."]
+    files = [(n, w) for n, w in (("gpu.md", "tio-bench --md"), ("gpu-load.md", "tio-bench --md"),
+                                 ("gpu.json", "tio-bench"), ("gpu-load.json", "tio-bench"),
+                                 ("gpu-save.json", "st_save_peer.py"), ("disk.json", "fio"))
+             if os.path.exists(os.path.join(out, n))]
+    md += ["", "Files: %slogs/ per part." % "".join("%s (%s), " % f for f in files)]
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     return 0
