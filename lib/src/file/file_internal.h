@@ -6,8 +6,10 @@
 #ifndef TIO_FILE_INTERNAL_H
 #define TIO_FILE_INTERNAL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include <tensorio/io.h>
 
@@ -53,5 +55,20 @@ int tio_load_run(struct tio_load_item *items, int n, struct tio_io_opts *o);
 
 /* The largest request and the queue length of @fd's device (0: unknown). */
 void tio_io_device_limits(int fd, uint64_t *max_req, uint64_t *nr_req);
+
+/*
+ * ftruncate() through interruptions: io_uring's task work makes
+ * signal_pending() true without a signal, and some file systems give up
+ * on it with EINTR.
+ */
+static inline int tio_file_ftruncate(int fd, off_t len)
+{
+	int r;
+
+	do
+		r = ftruncate(fd, len);
+	while (r && errno == EINTR);
+	return r;
+}
 
 #endif /* TIO_FILE_INTERNAL_H */

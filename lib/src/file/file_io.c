@@ -195,10 +195,9 @@ static int io_xfer(int write, const char *path, uint64_t file_off, uint64_t len,
 		o->used_fixed = x->fixed;
 	}
 	ret = len ? io_run(x, o, path) : 0;
-	while (!ret && write && (flags & TIO_IO_TRUNCATE) &&
-	       ftruncate(x->fd, (off_t)(file_off + len)) < 0)
-		if (errno != EINTR)	/* task work of a ring, see save_file.c */
-			ret = tio_raise_file_errno(errno, "truncating %s", path);
+	if (!ret && write && (flags & TIO_IO_TRUNCATE) &&
+	    tio_file_ftruncate(x->fd, (off_t)(file_off + len)) < 0)
+		ret = tio_raise_file_errno(errno, "truncating %s", path);
 	if (!ret)
 		tio_set_errno(0);
 	io_uring_queue_exit(&x->ring);

@@ -235,16 +235,6 @@ static int sv_fallocate(int fd, off_t len)
 	return r;
 }
 
-static int sv_ftruncate(int fd, off_t len)
-{
-	int r;
-
-	do
-		r = ftruncate(fd, len);
-	while (r && errno == EINTR);
-	return r;
-}
-
 /*
  * Make room for @size bytes (rounded up to the alignment for O_DIRECT):
  * the blocks reserved, so that ENOSPC comes before any write, and a size
@@ -261,7 +251,7 @@ int sv_tmp_reserve(struct sv_tmp *t, uint64_t size, unsigned int flags)
 		return 0;
 	if (!(flags & TIO_SAVE_NO_PREALLOC) && errno != EOPNOTSUPP)
 		return sv_raise_write(t, errno);
-	return sv_ftruncate(t->fd, (off_t)a) ? sv_raise_write(t, errno) : 0;
+	return tio_file_ftruncate(t->fd, (off_t)a) ? sv_raise_write(t, errno) : 0;
 }
 
 /* Cut the file to @size and make its data durable. */
@@ -271,7 +261,7 @@ int sv_tmp_sync(struct sv_tmp *t, uint64_t size)
 
 	if (fstat(t->fd, &sb))
 		return sv_raise_write(t, errno);
-	if ((uint64_t)sb.st_size != size && sv_ftruncate(t->fd, (off_t)size))
+	if ((uint64_t)sb.st_size != size && tio_file_ftruncate(t->fd, (off_t)size))
 		return sv_raise_write(t, errno);
 	while (fdatasync(t->fd))
 		if (errno != EINTR)
