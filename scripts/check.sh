@@ -35,6 +35,10 @@ step() {
 		f=1
 	fi
 	pass=$((pass + p - s)) skip=$((skip + s)) fail=$((fail + f))
+	if [ "$f" != 0 ]; then
+		grep -B3 --no-group-separator -E '^not ok( |$)' "$out" ||
+			echo "not ok - $name exited with status $rc"
+	fi | sed "s|^|$name: |" >>"$log/failed"
 }
 
 # tap NAME CMD...: one TAP line for a command that prints no TAP itself.
@@ -158,7 +162,7 @@ if [ "${TIO_CHECK_DEBUG:-1}" = 1 ]; then
 			-m "build/kmod/$dbg/kmod/tensorio.ko" -b build/kselftest -t 900
 		# Reliability (tests/fuzz): the driver fuzzer (libFuzzer on the
 		# module's KCOV coverage, with its oracles) replays the corpus
-		# tests/fuzz/corpus/kmod, then fuzzes briefly (seed printed);
+		# tests/fuzz/corpus/kmod{,-crashes}, then fuzzes briefly (seed printed);
 		# prints the kmod line coverage.
 		step "fuzz-$dbg" tests/fuzz/run-fuzz.sh -k "$dbg" \
 			-d "${TIO_FUZZ_SECS:-45}"
@@ -169,5 +173,11 @@ if [ "${TIO_CHECK_DEBUG:-1}" = 1 ]; then
 	fi
 fi
 
+# The failures again, each with the three lines before it, last: a log
+# cut to its tail still names them.
+if [ -s "$log/failed" ]; then
+	echo "# failed:"
+	sed 's/^/#   /' "$log/failed"
+fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" = 0 ]
