@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/dma-buf.h>
+
 #include "kfuzz.h"
 #include "tio_peers.h"
 
@@ -286,6 +288,52 @@ static bool makes_fds(unsigned int cmd)
 }
 
 /*
+ * A BUF_WAIT that can only park: the buffer's dma_resv gets a write fence
+ * of this thread's own sw_sync timeline, signalled only once the submit
+ * has returned, and the wait a timeout of 1 s, twice the submit oracle's
+ * bound. A driver that parks returns from io_uring_submit() at once; one
+ * that waits at the non-blocking issue sleeps there until the timeout (the
+ * fuzzer's other waits are too short for the bound: their fences expire
+ * by the stream's deadline, 10 ms in the VM). Returns the dma-buf fd to
+ * close once the fence is signalled (park_probe_end()), or -1.
+ */
+static int park_probe(struct worker *k, int fi, struct tio_buf_wait *a)
+{
+	struct tio_buf_export x = { .handle = a->handle, .flags = TIO_EXPORT_F_CLOEXEC };
+	struct dma_buf_import_sync_file in = { .flags = DMA_BUF_SYNC_WRITE };
+	int ret;
+
+	if (k->probe_tl < 0 || k->w->in_child)
+		return -1;
+	k->busy_since = now_ns();
+	ret = ioctl(file_fd(k, fi), TIO_IOC_BUF_EXPORT, &x);
+	k->busy_since = 0;
+	check_result(k, "ioctl", TIO_IOC_BUF_EXPORT, ret < 0 ? -errno : ret);
+	if (ret < 0)
+		return -1;
+	in.fd = tio_sw_sync_fence(k->probe_tl, k->probe_seq + 1);
+	if (in.fd < 0 || ioctl(x.fd, DMA_BUF_IOCTL_IMPORT_SYNC_FILE, &in)) {
+		if (in.fd >= 0)
+			close(in.fd);
+		close(x.fd);
+		return -1;
+	}
+	close(in.fd);
+	a->flags = 0;
+	a->timeout_ns = 1000000000;
+	return x.fd;
+}
+
+static void park_probe_end(struct worker *k, int dmabuf)
+{
+	if (dmabuf < 0)
+		return;
+	tio_sw_sync_inc(k->probe_tl, 1);
+	k->probe_seq++;
+	close(dmabuf);
+}
+
+/*
  * A uring command: the pointer form, the payload inline in a 128-byte
  * SQE, or IOSQE_ASYNC. Waits park (their CQE comes later, their payload
  * in a slot of its own); commands that may create fds are waited for, so
@@ -301,18 +349,22 @@ static void do_uring(struct worker *k, unsigned int opi, int fi)
 	uint8_t p[TIO_CMD_PAYLOAD];
 	size_t off = 0;
 	uint64_t uptr, tag;
+	int ret, probe = -1;
 	void *at;
-	int ret;
 
 	if (waitop || async)
 		off = WAIT_OFF + (k->wslot++ % NWAITSLOTS) * 1024;
 	gen_payload(k, opi, fi, p, async || inl || kc == TIO_IOC_SUBMIT, off);
 	if (ONE(8) && !waitop)
 		mutate(k, p, _IOC_SIZE(g_ops[opi].cmd) ?: 1);
+	if (kc == TIO_IOC_BUF_WAIT && cmd == TIO_IOC_BUF_WAIT && !async && !inl && ONE(4))
+		probe = park_probe(k, fi, (struct tio_buf_wait *)p);
 	uptr = pick_uptr(k, p, sizeof(p), off);
 	sqe = get_sqe(k);
-	if (!sqe)
+	if (!sqe) {
+		park_probe_end(k, probe);
 		return;
+	}
 	tio_prep_cmd(sqe, file_fd(k, fi), cmd, (void *)(uintptr_t)uptr);
 	if (inl) {
 		/* The payload inline; waits bounded (they block io-wq). */
@@ -343,6 +395,7 @@ static void do_uring(struct worker *k, unsigned int opi, int fi)
 		k->inflight++;
 		pend_add(k, tag, waitop ? NULL : at, cmd, fi);
 	}
+	park_probe_end(k, probe);
 	reap(k, k->inflight > 48);
 }
 

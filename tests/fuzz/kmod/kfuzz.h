@@ -143,6 +143,8 @@ struct worker {
 	timer_t kick;
 	bool kick_ok;
 	bool kicked;		/* this instruction armed the interrupt */
+	int probe_tl;		/* sw_sync timeline of park_probe(), or -1 */
+	uint32_t probe_seq;	/* its value */
 	_Atomic uint64_t busy_since;	/* ns, for the watchdog */
 	/* the program slice this thread runs */
 	const uint8_t *items[MAX_INSNS];
@@ -239,6 +241,7 @@ void oracle_fail(const char *oracle, const char *fmt, ...)
 void check_result(struct worker *k, const char *form, unsigned int cmd, int res);
 void check_submit_time(struct worker *k, uint64_t t0, long slept);
 void oracle_init(struct world *w);
+void oracle_rebase(void);
 void oracle_selftest(void);
 void oracle_fences(struct world *w);
 void oracle_after(struct world *w);

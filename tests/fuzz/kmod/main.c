@@ -329,6 +329,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (t_end)
 		prof_add(P_GAP, t_end, t0);
+	else
+		oracle_rebase();
 	prog_run(data, size);
 	prof_add(P_PROG, t0, t_end = now_ns());
 	n_inputs++;

@@ -399,3 +399,15 @@ void oracle_init(struct world *w)
 		fprintf(stderr, "# fuzz: no debugfs stats: the counters oracle is off\n");
 	g_fd_base = fd_top() + 1;	/* every higher fd is a program's */
 }
+
+/*
+ * Before the first input: libFuzzer's merge keeps its control file open
+ * from there on (an fd above the base that no program made).
+ */
+void oracle_rebase(void)
+{
+	int top = fd_top();
+
+	if (top >= g_fd_base)
+		g_fd_base = top + 1;
+}

@@ -132,6 +132,7 @@ void worker_init(struct worker *k)
 	k->ring_ok = k->sqe128 || io_uring_queue_init(64, &k->ring, 0) == 0;
 	ev._sigev_un._tid = syscall(SYS_gettid);
 	k->kick_ok = timer_create(CLOCK_MONOTONIC, &ev, &k->kick) == 0;
+	k->probe_tl = tio_sw_sync_timeline();
 	k->kcov_fd = g_kcov ? kcov_open(&k->kcov_area, KCOV_WORDS) : -1;
 	if (k->kcov_fd < 0)
 		k->kcov_area = NULL;
@@ -223,6 +224,27 @@ void kid_main(struct worker *k, const uint8_t *insn, unsigned int nsub)
 	_exit(0);	/* its fds, its ring and its waits go with it */
 }
 
+/* Where a hung child is: its system call and kernel stack, on stderr. */
+static void show_kid(pid_t pid)
+{
+	static const char *const what[] = { "syscall", "wchan", "stack" };
+	char path[64], buf[2048];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+		int fd;
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what[i]);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		fprintf(stderr, "# fuzz: hung child %s:\n%s\n", what[i], buf);
+	}
+}
+
 static void wait_kids(void)
 {
 	int i;
@@ -235,6 +257,7 @@ static void wait_kids(void)
 		while ((r = waitpid(W.kids[i], &status, WNOHANG)) == 0 && now_ns() < until)
 			usleep(200);
 		if (r == 0) {
+			show_kid(W.kids[i]);
 			kill(W.kids[i], SIGKILL);
 			waitpid(W.kids[i], &status, 0);
 			oracle_fail("hang", "a child did not finish its instructions in 10 s");
