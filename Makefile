@@ -176,15 +176,18 @@ GPU_CHECK_OUT ?= build/gpu-check
 gpu-check: gpu-bundle
 	@build/gpu-bundle/run.sh $(GPU_CHECK_OUT)
 
-# make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KVER=release] [FUZZ_UPDATE=1]:
-# fuzz the driver in the debug-kernel VM, guided by its KCOV coverage
-# (default 3600 s; make check replays the corpus and fuzzes briefly); prints
-# the kmod line coverage and inputs per second. FUZZ_UPDATE=1 minimises the
-# corpus into tests/fuzz/corpus/kmod (run-fuzz.sh -m -u), which does not
-# finish in the guest: docs/fuzzing.md.
+# make fuzz [DURATION=seconds] [SEED=n] [FUZZ_KERNEL=fuzz|debug]
+#           [FUZZ_KVER=release] [FUZZ_UPDATE=1]:
+# fuzz the driver in a VM, guided by its KCOV coverage (default 3600 s),
+# on the fuzz kernel (the debug kernel without KASAN, lockdep and
+# kmemleak, several times faster; FUZZ_KERNEL=debug for those checkers,
+# which make check's short run has); prints the kmod line coverage and
+# inputs per second. FUZZ_UPDATE=1 minimises the corpus into
+# tests/fuzz/corpus/kmod (run-fuzz.sh -m -u). docs/fuzzing.md.
 DURATION ?= 3600
+FUZZ_KERNEL ?= fuzz
 fuzz: deps tests
-	@tests/fuzz/run-fuzz.sh -d $(DURATION) $(if $(SEED),-s $(SEED)) \
+	@tests/fuzz/run-fuzz.sh -d $(DURATION) $(if $(SEED),-s $(SEED)) -v $(FUZZ_KERNEL) \
 		$(if $(FUZZ_KVER),-k $(FUZZ_KVER)) $(if $(FUZZ_UPDATE),-m -u)
 
 # Keeps build/ksrc (extracted from linux-source, slow to redo).

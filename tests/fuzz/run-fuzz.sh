@@ -2,32 +2,37 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Fuzz the driver in the debug-kernel VM, guided by its KCOV coverage:
-#   run-fuzz.sh [-k KVER] [-d SECONDS] [-s SEED] [-j JOBS] [-m] [-u] [-o DIR]
+#   run-fuzz.sh [-k KVER | -v VARIANT] [-d SECONDS] [-s SEED] [-j JOBS] [-m] [-u] [-o DIR]
+#   -v  the kernel when -k names none: debug (default; KASAN, lockdep,
+#       kmemleak) or fuzz (its variant without them, several times faster:
+#       tests/vm/build-debug-kernel.sh)
 #   -d  seconds of fuzzing after the corpus replay (default 50; 0: replay only)
 #   -s  libFuzzer's seed (default: random, printed)
 #   -j  fuzzer processes side by side (default 2, the VM's vCPUs)
 #   -m  minimise the corpus at the end (libFuzzer -merge=1) into DIR/corpus
 #   -u  with -m: replace tests/fuzz/corpus/kmod by the minimised corpus
+#       (tests/fuzz/corpus/kmod-crashes, inputs that once failed, stays)
 #   -r  run these input files once each, every result traced (reproduce a
 #       crash input), instead of fuzzing
 #   -o  where results go (default build/fuzz/run): pcs, the line coverage
 #       report (kmod-uncovered.txt), crash inputs, the guest's libFuzzer log
+# TIO_FUZZ_FLAGS: more libFuzzer flags for the fuzzers.
 # The module is built with KCOV instrumentation and debug info
-# (build/kmod-kcov). The corpus in tests/fuzz/corpus/kmod is replayed
-# first, every input once. Passes when no oracle fired, the driver's
-# counters return to zero, the module unloads and the kernel log and
-# kmemleak stay clean (tests/vm/init). Prints the kmod line coverage and
-# the inputs per second.
+# (build/kmod-kcov). The corpus in tests/fuzz/corpus/kmod and the inputs
+# in tests/fuzz/corpus/kmod-crashes are replayed first, every input once.
+# Passes when no oracle fired, the driver's counters return to zero, the
+# module unloads and the kernel log and kmemleak stay clean (tests/vm/init).
+# Prints the kmod line coverage and the inputs per second.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-kver= dur=50 seed=0 merge=0 update=0 jobs=2 replay= out=$top/build/fuzz/run
-while getopts "k:d:s:j:r:muo:" o; do
+kver= variant=debug dur=50 seed=0 merge=0 update=0 jobs=2 replay= out=$top/build/fuzz/run
+while getopts "k:v:d:s:j:r:muo:" o; do
 	case $o in
-	k) kver=$OPTARG ;; d) dur=$OPTARG ;; s) seed=$OPTARG ;; j) jobs=$OPTARG ;; m) merge=1 ;;
+	k) kver=$OPTARG ;; v) variant=$OPTARG ;; d) dur=$OPTARG ;; s) seed=$OPTARG ;; j) jobs=$OPTARG ;; m) merge=1 ;;
 	u) update=1 ;; o) out=$OPTARG ;; r) replay="$replay $OPTARG" ;; *) exit 2 ;;
 	esac
 done
-[ -n "$kver" ] || kver=$("$top/tests/vm/build-debug-kernel.sh")
+[ -n "$kver" ] || kver=$("$top/tests/vm/build-debug-kernel.sh" "$variant")
 [ "$seed" != 0 ] || seed=$(( $(od -An -N4 -tu4 /dev/urandom) % 2147483647 + 1 ))
 kdir=${TIO_FUZZ_KMOD:-$top/build/kmod-kcov}
 ko=$kdir/$kver/kmod/tensorio.ko
@@ -44,7 +49,8 @@ rm -rf "$out"
 mkdir -p "$guest/seed" "$out"
 cp "$top/build/fuzz/tio_fuzz" "$top/tests/fuzz/guest-lib.sh" "$guest/"
 "$top/tests/fuzz/kcov-lines.py" sections "$ko" >"$guest/kcov-sections"
-cp "$top"/tests/fuzz/corpus/kmod/* "$guest/seed/" 2>/dev/null || true
+cp "$top"/tests/fuzz/corpus/kmod/* "$top"/tests/fuzz/corpus/kmod-crashes/* \
+	"$guest/seed/" 2>/dev/null || true
 nseed=$(find "$guest/seed" -type f | wc -l)
 if [ -n "$replay" ]; then
 	cat >"$guest/run.sh" <<GUEST
@@ -77,7 +83,7 @@ while [ \$j -lt $jobs ]; do
 	TIO_FUZZ_COVER=/tmp/pcs.\$j ./tio_fuzz -seed=\$(($seed + \$j)) -max_total_time=$dur \\
 		-runs=$([ "$dur" = 0 ] && echo 0 || echo -1) -max_len=512 -timeout=30 \\
 		-rss_limit_mb=0 -malloc_limit_mb=0 -entropic_scale_per_exec_time=1 -reload=30 \\
-		-print_final_stats=1 \\
+		-print_final_stats=1 ${TIO_FUZZ_FLAGS:-} \\
 		-artifact_prefix=/tmp/crash/ /tmp/corpus ./seed >/tmp/fuzz.\$j.log 2>&1 &
 	eval pid\$j=\$!
 	j=\$((j + 1))
@@ -100,8 +106,8 @@ else
 	echo "not ok - fuzz: an oracle fired or the fuzzer failed (seed $seed)"
 fi
 if [ $merge = 1 ] && [ \$rc = 0 ]; then
-	./tio_fuzz -merge=1 -max_len=1024 -timeout=30 -rss_limit_mb=0 /tmp/min ./seed /tmp/corpus \\
-		>/tmp/merge.log 2>&1 || { tail -20 /tmp/merge.log; rc=1; }
+	timeout $((dur + 60)) ./tio_fuzz -merge=1 -max_len=1024 -timeout=30 -rss_limit_mb=0 /tmp/min ./seed /tmp/corpus \\
+		>/tmp/merge.log 2>&1 || { tail -40 /tmp/merge.log | sed 's/^/# merge: /'; rc=1; }
 	grep -E '^MERGE-OUTER: [0-9]+ new files' /tmp/merge.log | sed 's/^/# /'
 fi
 dump() {
@@ -118,10 +124,11 @@ exit \$rc
 GUEST
 
 log=$out/console.log
-# Boot, replay, fuzzing, and KASAN-slowed teardown.
+# Boot, replay, fuzzing, the merge (bounded by the fuzzing's time), and
+# KASAN-slowed teardown.
 set +e
 "$top/tests/vm/run.sh" -k "$kver" -m "$ko" -b "$guest" -s "$guest/run.sh" \
-	-t $((dur * 2 + nseed / 50 + 300)) | tee "$log" |
+	-t $((dur * (2 + merge) + nseed / 50 + 300 + merge * 60)) | tee "$log" |
 	sed -u '/^TIO-FUZZ-.*-BEGIN/,/^TIO-FUZZ-.*-END/d'
 rc=${PIPESTATUS[0]}
 set -e

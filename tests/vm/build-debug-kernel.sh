@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
+#   build-debug-kernel.sh [debug|fuzz]
 # Build the debug kernel (tinyconfig + tests/vm/debug.config) from Debian's
-# linux-source-6.1 and install it into the deps cache as if it were an
-# unpacked Debian kernel: kernels/<release>/{boot/vmlinuz-<release>,
-# lib/modules/<release>/{kernel,build}}. Cached by the fragment's and the
-# source's hash, which also ends the release name (-tio-debug-<hash>), so
-# kernels of two fragments never share a name; prints the release. The
-# build tree (debug-build-<hash>, the modules' build directory) is kept
-# with the two most recent others.
+# linux-source-6.1, or its fuzz variant (the same with tests/vm/fuzz.config
+# on top: KCOV without KASAN, lockdep and kmemleak), and install it into
+# the deps cache as if it were an unpacked Debian kernel:
+# kernels/<release>/{boot/vmlinuz-<release>, lib/modules/<release>/{kernel,
+# build}}. Cached by the fragments' and the source's hash, which also ends
+# the release name (-tio-debug-<hash>, -tio-fuzz-<hash>), so kernels of two
+# fragments never share a name; prints the release. The build tree
+# (<variant>-build-<hash>, the modules' build directory) is kept with the
+# most recent other one of its variant.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${TIO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tensorio}
-frag=$top/tests/vm/debug.config
+variant=${1:-debug}
+case $variant in
+debug) frags=("$top/tests/vm/debug.config") ;;
+fuzz) frags=("$top/tests/vm/debug.config" "$top/tests/vm/fuzz.config") ;;
+*) echo "usage: $0 [debug|fuzz]" >&2; exit 2 ;;
+esac
 tarball=$(ls /usr/src/linux-source-6.1.tar.* | head -1)
-key=$( (cat "$frag"; stat -c '%s %Y' "$tarball") | sha256sum | cut -c1-12)
-src=$cache/debug-build-$key
-stamp=$cache/debug-$key.release
+key=$( (cat "${frags[@]}"; stat -c '%s %Y' "$tarball") | sha256sum | cut -c1-12)
+src=$cache/$variant-build-$key
+stamp=$cache/$variant-$key.release
 
 mkdir -p "$cache"
 # Several checkouts may share the cache: one build at a time, and a
@@ -27,25 +35,29 @@ if [ -e "$stamp" ] && [ -e "$src/.release" ]; then
 	cat "$stamp"
 	exit 0
 fi
-log=$cache/debug-$key.log
-echo "debug kernel: building in $src (log $log, several minutes)" >&2
+log=$cache/$variant-$key.log
+echo "$variant kernel: building in $src (log $log, several minutes)" >&2
 {
 	# shellcheck disable=SC2012
-	ls -dt "$cache"/debug-build-* 2>/dev/null | tail -n +3 | xargs -r rm -rf
+	ls -dt "$cache/$variant"-build-* 2>/dev/null | tail -n +2 | xargs -r rm -rf
 	rm -rf "$src"
 	mkdir -p "$src"
 	tar -xf "$tarball" -C "$src" --strip-components=1
 	cd "$src"
 	export LOCALVERSION=-$key
 	make tinyconfig
-	scripts/kconfig/merge_config.sh -m .config "$frag"
+	scripts/kconfig/merge_config.sh -m .config "${frags[@]}"
 	make olddefconfig
-	# Every requested option must have survived dependency resolution.
-	missing=$(grep -E '^CONFIG_[A-Z0-9_]+=' "$frag" | while IFS= read -r l; do
-		case $l in *=n) grep -qxF "# ${l%=n} is not set" .config || echo "$l" ;;
+	# Every requested option (the last fragment's word on it) must have
+	# survived dependency resolution; one turned off may also be gone.
+	missing=$(grep -hE '^CONFIG_[A-Z0-9_]+=' "${frags[@]}" |
+		awk -F= '{ v[$1] = $0; if (!($1 in o)) o[$1] = ++n; k[o[$1]] = $1 }
+			END { for (i = 1; i <= n; i++) print v[k[i]] }' |
+		while IFS= read -r l; do
+		case $l in *=n) ! grep -qE "^${l%=n}=" .config || echo "$l" ;;
 		*) grep -qxF "$l" .config || echo "$l" ;; esac
 	done)
-	[ -z "$missing" ] || { echo "debug kernel: options lost: $missing"; exit 1; }
+	[ -z "$missing" ] || { echo "$variant kernel: options lost: $missing"; exit 1; }
 	make -j"$(nproc)" bzImage modules
 	make -s kernelrelease >"$src/.release"
 } >"$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
