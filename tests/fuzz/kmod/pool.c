@@ -170,8 +170,22 @@ void harvest(struct worker *k, int fi, unsigned int cmd, const void *p,
 			pl->seq[i] = ((const struct tio_fence_import *)p)->seqno;
 		break;
 	case TIO_IOC_BUF_ATTACH_FENCE: {
-		uint64_t d = deadline_of(w, pl, ((const struct tio_buf_attach *)p)->stream);
+		uint64_t d;
 
+		/*
+		 * Nothing is written back and only 4 bytes of @p are known to
+		 * be ours (an inline payload's result_ptr may run into the
+		 * guard page): the stream, if it can be read, else the
+		 * latest deadline any of the file's streams gives.
+		 */
+		if (scratch_ptr(k, (uintptr_t)p, sizeof(struct tio_buf_attach))) {
+			d = deadline_of(w, pl, ((const struct tio_buf_attach *)p)->stream);
+		} else {
+			d = deadline_of(w, pl, 0);
+			for (i = 0; i < pl->nstreams; i++)
+				if (deadline_of(w, pl, pl->streams[i]) > d)
+					d = deadline_of(w, pl, pl->streams[i]);
+		}
 		if (d > w->resv_deadline)
 			w->resv_deadline = d;
 		break;
