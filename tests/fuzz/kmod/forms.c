@@ -529,6 +529,7 @@ void do_fileop(struct worker *k, int fi)
 		pthread_mutex_lock(&w->lock);
 		fd = f->fd;
 		f->fd = -1;
+		w->closed_mid = true;
 		memset(&f->pool, 0, sizeof(f->pool));
 		f->have_base = false;
 		pthread_mutex_unlock(&w->lock);

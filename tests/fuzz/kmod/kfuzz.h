@@ -109,6 +109,7 @@ struct world {
 	pid_t kids[NKIDS];
 	int nkids;
 	uint64_t resv_deadline;	/* ns: the last visible dma_resv point's */
+	bool closed_mid;	/* the program closed one of the device's files */
 	int fd_high;		/* the highest fd the program was told about */
 	/* process-wide, set up once */
 	int junk[NJUNK];
@@ -186,6 +187,7 @@ extern char g_artifacts[256];
 
 /* prog.c: running programs */
 void worker_init(struct worker *k);
+void worker_ring_renew(struct worker *k);
 void start_threads(void);
 void prog_run(const uint8_t *data, size_t size);
 void prog_finish(void);

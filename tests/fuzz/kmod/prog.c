@@ -123,13 +123,31 @@ static void *watchdog_main(void *arg)
 	return NULL;
 }
 
+static void worker_ring_init(struct worker *k)
+{
+	k->sqe128 = io_uring_queue_init(64, &k->ring, IORING_SETUP_SQE128 |
+					IORING_SETUP_CQE32) == 0;
+	k->ring_ok = k->sqe128 || io_uring_queue_init(64, &k->ring, 0) == 0;
+}
+
+/*
+ * A new ring for @k: tearing the old one down cancels what is still in
+ * flight on it (the driver's monitor or io_uring's cancel call).
+ */
+void worker_ring_renew(struct worker *k)
+{
+	if (k->ring_ok)
+		io_uring_queue_exit(&k->ring);
+	memset(k->pend, 0, sizeof(k->pend));
+	k->inflight = 0;
+	worker_ring_init(k);
+}
+
 void worker_init(struct worker *k)
 {
 	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGKICK };
 
-	k->sqe128 = io_uring_queue_init(64, &k->ring, IORING_SETUP_SQE128 |
-					IORING_SETUP_CQE32) == 0;
-	k->ring_ok = k->sqe128 || io_uring_queue_init(64, &k->ring, 0) == 0;
+	worker_ring_init(k);
 	ev._sigev_un._tid = syscall(SYS_gettid);
 	k->kick_ok = timer_create(CLOCK_MONOTONIC, &ev, &k->kick) == 0;
 	k->probe_tl = tio_sw_sync_timeline();
@@ -422,6 +440,7 @@ static void cleanup(void)
 		drain(&workers[i], until);
 	prof_add(P_DRAIN, t1, t0 = now_ns());
 	W.resv_deadline = 0;
+	W.closed_mid = false;
 	oracle_after(&W);
 	prof_add(P_AFTER, t0, now_ns());
 }
