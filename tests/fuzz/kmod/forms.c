@@ -170,7 +170,7 @@ void do_ring(struct worker *k, int fi, const uint8_t *recs, unsigned int n)
 	struct tio_ring_enter *e = (struct tio_ring_enter *)k->scratch;
 	struct tio_ring_hdr *h;
 	struct tio_cmd *cmds;
-	uint32_t mask, head, tail, i, used;
+	uint32_t mask, head, tail, i, used, moved;
 	int ret;
 
 	ring_lock(f->ringlock);
@@ -180,6 +180,7 @@ void do_ring(struct worker *k, int fi, const uint8_t *recs, unsigned int n)
 	cmds = (struct tio_cmd *)((char *)h + TIO_RING_CMDS_OFFSET);
 	mask = h->mask;
 	head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
+	moved = head;
 	tail = h->tail;
 	used = tail - head;
 	if (used > mask + 1)	/* a bad tail left by an earlier instruction */
@@ -193,7 +194,10 @@ void do_ring(struct worker *k, int fi, const uint8_t *recs, unsigned int n)
 	switch (R(24)) {
 	case 0: tail += mask + 1 + R(4); break;			/* beyond */
 	case 1: tail -= used + 1; break;			/* behind head */
-	case 2: __atomic_store_n(&h->head, (uint32_t)t_next(&k->t), __ATOMIC_RELAXED); break;
+	case 2:
+		moved = (uint32_t)t_next(&k->t);
+		__atomic_store_n(&h->head, moved, __ATOMIC_RELAXED);
+		break;
 	case 3: tail = (uint32_t)t_next(&k->t); break;
 	}
 	__atomic_store_n(&h->tail, tail, __ATOMIC_RELEASE);
@@ -208,18 +212,27 @@ void do_ring(struct worker *k, int fi, const uint8_t *recs, unsigned int n)
 	if (ret < 0) {
 		/*
 		 * Refused, nothing ran: a head we moved by hand is put back
-		 * (an enter refused before it looked at head left it), and
-		 * what we published is withdrawn.
+		 * unless the enter put the kernel's back already (one refused
+		 * before it looked at head did not), and what we published is
+		 * withdrawn.
 		 */
-		__atomic_store_n(&h->head, head, __ATOMIC_RELEASE);
-		__atomic_store_n(&h->tail, head, __ATOMIC_RELEASE);
+		if (moved != head)
+			__atomic_compare_exchange_n(&h->head, &moved, head, false,
+						    __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+		__atomic_store_n(&h->tail, __atomic_load_n(&h->head, __ATOMIC_ACQUIRE),
+				 __ATOMIC_RELEASE);
 		goto out;
 	}
+	/*
+	 * What the enter says it ran, not how far the head word moved: an
+	 * enter of another thread by ioctl or uring_cmd (not under the ring
+	 * lock) may run records or put back a head word in between.
+	 */
+	if (e->done > mask + 1 || (uint32_t)ret > e->done)
+		oracle_fail("errno", "RING_ENTER returned %d and ran %u records (%u entries)",
+			    ret, e->done, mask + 1);
 	tail = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
-	if (tail - head > mask + 1)
-		oracle_fail("errno", "RING_ENTER returned %d but moved head from %u to %u (%u entries)",
-			    ret, head, tail, mask + 1);
-	for (i = head; i != tail; i++)
+	for (i = tail - e->done; i != tail; i++)
 		harvest_records(k, fi, &cmds[i & mask], 1, "ring record");
 out:
 	pthread_mutex_unlock(f->ringlock);
