@@ -231,8 +231,14 @@ void do_ring(struct worker *k, int fi, const uint8_t *recs, unsigned int n)
 	if (e->done > mask + 1 || (uint32_t)ret > e->done)
 		oracle_fail("errno", "RING_ENTER returned %d and ran %u records (%u entries)",
 			    ret, e->done, mask + 1);
+	/*
+	 * Harvest from where this enter found head: records another enter
+	 * ran in between (their fds, their objects) are known then too.
+	 */
 	tail = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
-	for (i = tail - e->done; i != tail; i++)
+	if (tail - head > mask + 1)
+		head = tail - e->done;
+	for (i = head; i != tail; i++)
 		harvest_records(k, fi, &cmds[i & mask], 1, "ring record");
 out:
 	pthread_mutex_unlock(f->ringlock);
