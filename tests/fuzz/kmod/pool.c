@@ -182,9 +182,11 @@ void harvest(struct worker *k, int fi, unsigned int cmd, const void *p,
 			d = deadline_of(w, pl, ((const struct tio_buf_attach *)p)->stream);
 		} else {
 			d = deadline_of(w, pl, 0);
-			for (i = 0; i < pl->nstreams; i++)
-				if (deadline_of(w, pl, pl->streams[i]) > d)
-					d = deadline_of(w, pl, pl->streams[i]);
+			for (i = 0; i < pl->nstreams; i++) {
+				uint64_t e = deadline_of(w, pl, pl->streams[i]);
+
+				d = e > d ? e : d;
+			}
 		}
 		if (d > w->resv_deadline)
 			w->resv_deadline = d;
