@@ -19,39 +19,8 @@ ln -sfn "$(basename "$log")" build/check
 jobs=${JOBS:-$(nproc)}
 pass=0 fail=0 skip=0
 
-# step NAME CMD...: run CMD, show its output, count its TAP lines. A step
-# that fails without saying "not ok" counts as one failure of its own.
-step() {
-	local name=$1 out=$log/$1.log rc p f s
-	shift
-	echo "# === $name"
-	"$@" 2>&1 | tee "$out"
-	rc=${PIPESTATUS[0]}
-	p=$(grep -Ec '^ok( |$)' "$out" | head -1)
-	s=$(grep -Ec '^ok( |$).*# (SKIP|skip)' "$out" | head -1)
-	f=$(grep -Ec '^not ok( |$)' "$out" | head -1)
-	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
-		echo "not ok - $name exited with status $rc"
-		f=1
-	fi
-	pass=$((pass + p - s)) skip=$((skip + s)) fail=$((fail + f))
-	if [ "$f" != 0 ]; then
-		grep -B3 --no-group-separator -E '^not ok( |$)' "$out" ||
-			echo "not ok - $name exited with status $rc"
-	fi | sed "s|^|$name: |" >>"$log/failed"
-}
-
-# tap NAME CMD...: one TAP line for a command that prints no TAP itself.
-tap() {
-	local name=$1 out
-	shift
-	if out=$("$@" 2>&1); then
-		echo "ok - $name"
-	else
-		echo "$out" | sed 's/^/# /'
-		echo "not ok - $name"
-	fi
-}
+# step, tap: scripts/check-step.sh.
+. "$top/scripts/check-step.sh"
 
 # A build that must also be warning-free (the warnings go to the log).
 nowarn() {
@@ -109,6 +78,8 @@ step layers tests/tools/test-check-layers.sh
 # when one of them does not.
 step commands scripts/check-commands.sh
 step commands-check tests/tools/test-check-commands.sh
+# make check's own counting and its list of failures above the totals.
+step check-step tests/tools/test-check-step.sh
 step tioctl tests/tools/test-tioctl.sh
 # The docs against the tree: quick starts, quoted figures, links, names.
 step docs tests/tools/test-docs.sh
@@ -173,11 +144,5 @@ if [ "${TIO_CHECK_DEBUG:-1}" = 1 ]; then
 	fi
 fi
 
-# The failures again, each with the three lines before it, last: a log
-# cut to its tail still names them.
-if [ -s "$log/failed" ]; then
-	echo "# failed:"
-	sed 's/^/#   /' "$log/failed"
-fi
-echo "$pass passed, $fail failed, $skip skipped"
+step_totals
 [ "$fail" = 0 ]
